@@ -1,0 +1,6 @@
+-- luacheck configuration: `make lint` runs `luacheck lua spec examples bench tools`.
+std = "lua54"
+max_line_length = 120
+exclude_files = { "build/**", ".luarocks/**", "lua_modules/**" }
+
+files["spec"] = { std = "+busted" }

@@ -1,0 +1,241 @@
+# perfev: Linux perf events for Lua.
+#
+#   make            build build/perfev/core.so against $(LUA)'s headers
+#   make demo       install what is missing (as root), run examples/quickstart.lua
+#   make test       install what is missing (as root), run the busted specs
+#   make lint       luacheck, C with -Werror, cppcheck (when installed), rockspec in sync
+#   make check      specs under ASan+UBSan, then under valgrind's leak check
+#   make bench      every bench/*.lua
+#   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
+#   make install    PREFIX=/usr/local DESTDIR= ; make uninstall ; make clean
+#
+# LUA=lua5.3 (or luajit) selects another Lua; LUA_PC is its pkg-config name.
+# Modules are found from the repo root with
+#   LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
+
+LUA       ?= lua5.4
+LUA_PC    ?= $(LUA)
+CFLAGS    ?= -O2 -g
+WARNFLAGS ?= -Wall -Wextra -Werror
+CPPFLAGS  ?=
+LDFLAGS   ?=
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+LUAROCKS  ?= luarocks
+VALGRIND  ?= valgrind
+CPPCHECK  ?= cppcheck
+BUSTED_FLAGS ?=
+# tools/deps.sh flags: DEPS_FLAGS=-n only checks, never runs apt-get.
+DEPS_FLAGS ?=
+
+# Flags every C file of the project is compiled with; CFLAGS adds to them.
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Icsrc
+
+# Sanitizer build (make check): gcc, whose runtimes are preloaded below.
+ASAN_CC     ?= gcc
+ASAN_CFLAGS ?= -O1 -g
+SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+# Computed once, on first use (after `deps` has run, on a fresh machine).
+LUA_CFLAGS = $(eval LUA_CFLAGS := $(call lua_cflags))$(LUA_CFLAGS)
+lua_cflags = $(if $(shell pkg-config --exists '$(LUA_PC)' 2>/dev/null && echo y),$(shell pkg-config --cflags '$(LUA_PC)'),$(error pkg-config does not know '$(LUA_PC)': run 'make deps', or set LUA_PC or LUA_CFLAGS))
+LUA_VERSION = $(eval LUA_VERSION := $(call lua_version))$(LUA_VERSION)
+lua_version = $(or $(shell $(LUA) -e 'print((_VERSION:match("%d+%.%d+")))' 2>/dev/null),$(error cannot run '$(LUA)' to read its version: run 'make deps' or set LUA_VERSION))
+ASAN_RT  = $(shell $(ASAN_CC) -print-file-name=libasan.so)
+UBSAN_RT = $(shell $(ASAN_CC) -print-file-name=libubsan.so)
+
+INSTALL_CMOD ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
+INSTALL_LMOD ?= $(PREFIX)/share/lua/$(LUA_VERSION)
+
+SRCS      := $(sort $(wildcard csrc/*.c))
+OBJS      := $(SRCS:csrc/%.c=build/obj/%.o)
+ASAN_OBJS := $(SRCS:csrc/%.c=build/asan/obj/%.o)
+LUA_MODS  := $(sort $(shell find lua -name '*.lua' 2>/dev/null))
+CORE      := build/perfev/core.so
+ASAN_CORE := build/asan/perfev/core.so
+SPEC_HELPERS  := $(patsubst spec/helper/%.c,build/spec/%.so,$(wildcard spec/helper/*.c))
+BENCH_HELPERS := $(patsubst bench/helper/%.c,build/bench/%.so,$(wildcard bench/helper/*.c))
+ROCKSPEC  := perfev-scm-1.rockspec
+FLAGS_STAMP := build/flags.stamp
+
+# ---- what `deps` checks (KIND:WHAT:DEBIAN-PACKAGE, see tools/deps.sh) ----
+ifneq ($(filter luajit%,$(notdir $(LUA))),)
+LUA_DEB     ?= luajit
+LUA_DEV_DEB ?= libluajit-5.1-dev
+LUA_H       ?= /usr/include/luajit-2.1/lua.h
+else
+LUA_DEB     ?= $(notdir $(LUA))
+LUA_DEV_DEB ?= lib$(notdir $(LUA))-dev
+LUA_H       ?= /usr/include/$(notdir $(LUA))/lua.h
+endif
+DEPS := cmd:$(LUA):$(LUA_DEB) \
+        file:$(LUA_H):$(LUA_DEV_DEB) \
+        cmd:gcc:gcc \
+        file:/usr/include/stdio.h:libc6-dev \
+        file:/usr/include/linux/perf_event.h:linux-libc-dev \
+        cmd:make:make \
+        cmd:pkg-config:pkg-config \
+        pc:$(LUA_PC):$(LUA_DEV_DEB) \
+        cmd:busted:lua-busted \
+        lua:$(LUA)/busted.runner:lua-busted \
+        cmd:luacheck:lua-check
+DEPS_CHECK := cmd:$(VALGRIND):valgrind
+DEPS_ROCK  := cmd:$(LUAROCKS):luarocks
+
+# On a fresh machine `deps` must finish before anything is compiled, also
+# under make -j: every build rule waits for it when a goal below is asked.
+NEED_DEPS := $(if $(filter test demo lint check check-asan check-valgrind bench rockcheck,$(MAKECMDGOALS)),deps)
+
+# ---- how specs, the demo and benchmarks find the modules ----
+RUN_LPATH  := lua/?.lua;lua/?/init.lua
+TEST_CPATH := build/?.so;build/spec/?.so
+ASAN_CPATH := build/asan/?.so;build/spec/?.so
+# Busted runs under $(LUA) itself (tools/busted.lua is busted's runner);
+# --ignore-lua keeps .busted's `lua` pin from re-executing another Lua.
+BUSTED_RUN  = $(LUA) tools/busted.lua --ignore-lua
+VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full \
+               --errors-for-leak-kinds=definite --show-leak-kinds=definite $(VALGRIND_FLAGS)
+
+.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck \
+        rockspec rockspec-check check check-asan check-valgrind bench rockcheck \
+        spec-helpers bench-helpers install uninstall clean FORCE
+
+all: $(CORE)
+
+# ---- the C core ----
+$(CORE): $(OBJS) | $(NEED_DEPS)
+	$(if $(SRCS),,$(error no csrc/*.c to build))
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -o $@ $(OBJS)
+
+build/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(ASAN_CORE): $(ASAN_OBJS) | $(NEED_DEPS)
+	$(if $(SRCS),,$(error no csrc/*.c to build))
+	@mkdir -p $(@D)
+	$(ASAN_CC) -shared $(SAN_FLAGS) $(LDFLAGS) -o $@ $(ASAN_OBJS)
+
+build/asan/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(ASAN_CC) $(BASE_CFLAGS) $(WARNFLAGS) $(ASAN_CFLAGS) $(SAN_FLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Everything is rebuilt when the compiler, flags or Lua change (make LUA=lua5.3).
+$(FLAGS_STAMP): FORCE | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	@echo '$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) $(LDFLAGS) | $(ASAN_CC) $(ASAN_CFLAGS)' > $@.new
+	@if cmp -s $@ $@.new; then rm -f $@.new; else mv -f $@.new $@; fi
+
+FORCE:
+
+# ---- helpers for specs and benchmarks (C modules outside the library) ----
+spec-helpers: $(SPEC_HELPERS)
+bench-helpers: $(BENCH_HELPERS)
+
+build/spec/%.so: spec/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+
+build/bench/%.so: bench/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+
+-include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(SPEC_HELPERS:.so=.d) $(BENCH_HELPERS:.so=.d)
+
+# ---- dependencies: apt-get as root, else the command to run ----
+deps:
+	@sh tools/deps.sh $(DEPS_FLAGS) $(DEPS)
+
+deps-check: deps
+	@sh tools/deps.sh $(DEPS_FLAGS) $(DEPS_CHECK)
+
+deps-rock: deps
+	@sh tools/deps.sh $(DEPS_FLAGS) $(DEPS_ROCK)
+
+# ---- the two commands of the README ----
+test: deps all spec-helpers
+	env -u PERFEV_CHECK LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='$(TEST_CPATH);;' \
+	  $(BUSTED_RUN) --lpath='$(RUN_LPATH)' --cpath='$(TEST_CPATH)' $(BUSTED_FLAGS) spec
+
+demo: deps all
+	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) examples/quickstart.lua
+
+# ---- lint ----
+lint: deps lint-lua lint-c rockspec-check
+
+lint-lua: | deps
+	luacheck $(wildcard lua spec examples bench tools)
+
+# The C is compiled with -Wall -Wextra -Werror by the build itself; this also
+# checks that core.so links nothing but libc (never liblua).
+lint-c: all spec-helpers bench-helpers cppcheck
+	@bad=$$(readelf -d $(CORE) | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^libc\.so\.' || true); \
+	if [ -n "$$bad" ]; then echo "lint: $(CORE) must link nothing but libc, it needs: $$bad" >&2; exit 1; fi
+
+cppcheck: | $(NEED_DEPS)
+	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \
+	  echo "$(CPPCHECK) csrc spec/helper bench/helper"; \
+	  $(CPPCHECK) --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
+	    --inline-suppr --suppress=missingIncludeSystem -D__linux__ -D__x86_64__ -D_GNU_SOURCE \
+	    -Icsrc $(wildcard csrc spec/helper bench/helper); \
+	else echo "lint: $(CPPCHECK) not installed, skipped"; fi
+
+# perfev-scm-1.rockspec lists every csrc/*.c and lua/**.lua: `make rockspec`
+# rewrites it from the tree, `make rockspec-check` fails when it is stale.
+rockspec: | $(NEED_DEPS)
+	$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) > $(ROCKSPEC).tmp
+	mv $(ROCKSPEC).tmp $(ROCKSPEC)
+
+rockspec-check: | $(NEED_DEPS)
+	@$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) | diff -u $(ROCKSPEC) - >&2 || \
+	  { echo "lint: $(ROCKSPEC) does not list csrc/*.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
+
+# ---- check: sanitizers, then valgrind ----
+check: check-asan check-valgrind
+
+check-asan: deps-check $(ASAN_CORE) spec-helpers
+	@test -f '$(ASAN_RT)' && test -f '$(UBSAN_RT)' || \
+	  { echo "check: $(ASAN_CC) has no libasan.so/libubsan.so" >&2; exit 1; }
+	PERFEV_CHECK=asan LD_PRELOAD='$(ASAN_RT) $(UBSAN_RT)' \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='$(ASAN_CPATH);;' \
+	  $(BUSTED_RUN) --lpath='$(RUN_LPATH)' --cpath='$(ASAN_CPATH)' $(BUSTED_FLAGS) spec
+
+# Under valgrind the Lua interpreter runs busted directly (no re-exec), and
+# the #slow specs (100k loops) are left out to keep the time reasonable.
+check-valgrind: deps-check all spec-helpers $(if $(filter check,$(MAKECMDGOALS)),check-asan)
+	PERFEV_CHECK=valgrind LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='$(TEST_CPATH);;' \
+	  $(VALGRIND_RUN) $(BUSTED_RUN) --lpath='$(RUN_LPATH)' --cpath='$(TEST_CPATH)' \
+	  --exclude-tags=slow $(BUSTED_FLAGS) spec
+
+# ---- benchmarks ----
+bench: all bench-helpers
+	@set -e; for f in $(sort $(wildcard bench/*.lua)); do \
+	  echo "== $$f"; \
+	  LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;build/bench/?.so;;' $(LUA) $$f; \
+	done
+
+# ---- luarocks, offline, into a temporary tree ----
+rockcheck: deps-rock
+	sh tools/rockcheck.sh '$(LUA)' '$(LUA_VERSION)' '$(LUAROCKS)' $(ROCKSPEC)
+
+# ---- install ----
+install: all
+	install -d '$(DESTDIR)$(INSTALL_CMOD)/perfev'
+	install -m 0755 $(CORE) '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so'
+	@set -e; for f in $(LUA_MODS); do \
+	  echo "install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
+	  install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
+	done
+
+uninstall:
+	rm -f '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so'
+	@set -e; for f in $(LUA_MODS); do \
+	  echo "rm -f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
+	  rm -f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
+	done
+	rmdir '$(DESTDIR)$(INSTALL_CMOD)/perfev' '$(DESTDIR)$(INSTALL_LMOD)/perfev' 2>/dev/null || true
+
+clean:
+	rm -rf build

@@ -1,0 +1,29 @@
+/* luaopen_perfev_core: assembles the core module from its parts. */
+#include "perfev.h"
+
+static int l_scale(lua_State *L)
+{
+  lua_Integer v = luaL_checkinteger(L, 1), e = luaL_checkinteger(L, 2), r = luaL_checkinteger(L, 3);
+  lua_pushinteger(L, (lua_Integer)perfev_scale((uint64_t)v, (uint64_t)e, (uint64_t)r));
+  return 1;
+}
+
+int luaopen_perfev_core(lua_State *L);
+
+int luaopen_perfev_core(lua_State *L)
+{
+  static int (*const parts[])(lua_State *) = {
+    perfev_attr_open_lib, perfev_event_open_lib, perfev_group_open_lib, perfev_prctl_open_lib,
+  };
+  lua_newtable(L);
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    parts[i](L);
+  perfev_consts_push(L, -1);
+  lua_pushcfunction(L, l_scale);
+  lua_setfield(L, -2, "scale");
+  lua_pushinteger(L, PERFEV_ATTR_SIZE);
+  lua_setfield(L, -2, "ATTR_SIZE_MAX");
+  lua_pushliteral(L, "perfev.core 0.1.0");
+  lua_setfield(L, -2, "_VERSION");
+  return 1;
+}

@@ -1,0 +1,107 @@
+/* Shared declarations of the perfev C core (perfev.core). */
+#ifndef PERFEV_H
+#define PERFEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+#include <linux/hw_breakpoint.h>
+#include "compat.h"
+#include "abi.h"
+
+/* ---- constants (consts.c): the kernel's enums as name/value data ---- */
+struct perfev_const {
+  const char *name;   /* kernel name without its prefix, e.g. "IP" for PERF_SAMPLE_IP */
+  uint64_t value;
+};
+struct perfev_const_table {
+  const char *name;   /* exported as core.<name>, e.g. "SAMPLE" */
+  const struct perfev_const *items;
+  size_t n;
+};
+/* The table called tname, or NULL. */
+const struct perfev_const_table *perfev_consts_get(const char *tname);
+/* Case-insensitive lookup of name in t; returns 1 and sets *out when found. */
+int perfev_const_lookup(const struct perfev_const_table *t, const char *name, uint64_t *out);
+/* Name of value in t (exact match), or NULL. */
+const char *perfev_const_name(const struct perfev_const_table *t, uint64_t value);
+/* Sets core.<NAME> = { KEY = value, ... } for every table on the table at idx. */
+void perfev_consts_push(lua_State *L, int idx);
+
+/* ---- attr (attr.c, attr_fields.c) ---- */
+#define PERFEV_ATTR_MT "perfev.attr"
+struct perfev_attr {
+  unsigned char raw[PERFEV_ATTR_SIZE];   /* byte image of struct perf_event_attr */
+};
+struct perfev_attr *perfev_attr_check(lua_State *L, int idx);
+/* Pushes a new attr built from the value at idx (attr: copied; table: fields set). */
+struct perfev_attr *perfev_attr_from(lua_State *L, int idx);
+uint64_t perfev_attr_u64(const struct perfev_attr *a, const char *field);
+void perfev_attr_set_u64(struct perfev_attr *a, const char *field, uint64_t v);
+/* Name of the first field at or after byte offset off that is non-zero, or NULL. */
+const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off);
+int perfev_attr_open_lib(lua_State *L);   /* registers the metatable, pushes core.attr */
+
+/* ---- events (event.c, open.c, read.c, group.c) ---- */
+#define PERFEV_EVENT_MT "perfev.event"
+struct perfev_event {
+  int fd;                      /* -1 once closed */
+  uint64_t read_format;
+  uint64_t id;                 /* PERF_EVENT_IOC_ID, read once at open */
+  struct perfev_attr attr;     /* as opened (sample_type etc. for decoding) */
+};
+struct perfev_event *perfev_event_check(lua_State *L, int idx);  /* raises if closed */
+/* The event at index 1 of an event method (registered with the event
+ * metatable as upvalue 1, which spares a registry lookup); raises if closed. */
+struct perfev_event *perfev_event_self(lua_State *L);
+
+/* The userdata at index 1 when its metatable is upvalue 1, else what
+ * luaL_checkudata(L, 1, tname) gives (or raises). For hot methods. */
+static inline void *perfev_self(lua_State *L, const char *tname)
+{
+  void *p = lua_touserdata(L, 1);
+  if (p && lua_getmetatable(L, 1)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+    if (same)
+      return p;
+  }
+  return luaL_checkudata(L, 1, tname);
+}
+/* Pushes nil, message, errno for the errno of the failed operation `what`. */
+int perfev_push_errno(lua_State *L, int err, const char *what);
+int perfev_event_open_lib(lua_State *L);
+/* Closes the fd, once; errors ignored (for __gc and group close). */
+void perfev_event_close(struct perfev_event *ev);
+/* Wraps a new fd in an event userdata (reads its id); pushes it, returns 1. */
+int perfev_event_push(lua_State *L, int fd, const struct perfev_attr *a);
+int perfev_open(lua_State *L);               /* core.open */
+int perfev_read(lua_State *L);               /* ev:read() */
+int perfev_read_raw(lua_State *L);           /* ev:read_raw() */
+int perfev_read_group(lua_State *L);         /* ev:read_group([into], names) */
+int perfev_prctl_open_lib(lua_State *L);
+
+/* ---- read(2) decoding (read.c) ---- */
+struct perfev_reading {
+  uint64_t nr;               /* entries: 1 unless PERF_FORMAT_GROUP */
+  uint64_t enabled, running; /* 0 when the format lacks them */
+  int has_enabled, has_running, has_id, has_lost, group;
+  const uint64_t *words;     /* the raw words read */
+  size_t nwords;
+};
+struct perfev_entry { uint64_t value, id, lost; };
+#define PERFEV_READ_WORDS 512   /* one stack buffer: groups of up to 169 members */
+/* Reads fd into buf and decodes it by fmt. Returns 0, an errno, or -1 when
+ * the kernel returned 0 bytes (a pinned event in error state). */
+int perfev_read_fd(int fd, uint64_t fmt, uint64_t *buf, size_t cap, struct perfev_reading *r);
+void perfev_reading_entry(const struct perfev_reading *r, uint64_t i, struct perfev_entry *e);
+/* Pushes what a failed perfev_read_fd means: nil, message, errno. */
+int perfev_push_read_error(lua_State *L, int err);
+/* Pushes the scaled count of e, or false when it never ran. */
+void perfev_push_count(lua_State *L, const struct perfev_reading *r, const struct perfev_entry *e);
+int perfev_group_open_lib(lua_State *L);
+
+/* Scales a multiplexed count: value * enabled / running, without overflow. */
+uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
+
+#endif

@@ -1,0 +1,71 @@
+-- perfev: Linux perf events for Lua. `require "perfev"` gives the C core
+-- (perfev.core) plus names, groups and conveniences built on it.
+local core = require "perfev.core"
+local names = require "perfev.names"
+local group = require "perfev.group"
+local spec = require "perfev.spec"
+
+local M = {}
+for k, v in pairs(core) do M[k] = v end
+M._VERSION = "perfev 0.1.0"
+M.names = names
+
+local READ_TIMES = core.FORMAT.TOTAL_TIME_ENABLED | core.FORMAT.TOTAL_TIME_RUNNING
+
+-- perfev.attr(spec): an attr from an attr, a table of fields or an event name.
+function M.attr(s)
+  return spec.attr(s)
+end
+
+-- The attr perfev.open uses for a spec: events open disabled and read
+-- their enabled/running times, unless the spec says otherwise.
+local function open_attr(s)
+  local a, name = spec.attr(s)
+  if type(s) ~= "userdata" then
+    local t = type(s) == "table" and s or {}
+    if t.disabled == nil then a.disabled = true end
+    if t.read_format == nil then a.read_format = READ_TIMES end
+  end
+  return a, name
+end
+
+local function is_permission(errno)
+  return errno == 1 or errno == 13   -- EPERM, EACCES
+end
+
+-- perfev.open(spec, opts) -> event | nil, message, errno
+-- opts: pid (0), cpu (-1), group (event or group), flags, name.
+function M.open(s, opts)
+  opts = opts or {}
+  local a, name = open_attr(s)
+  local leader = opts.group
+  if type(leader) == "userdata" and leader.leader then leader = leader:leader() end
+  local ev, msg, errno = core.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
+  -- like perf: when the kernel refuses kernel-mode counting to this user,
+  -- count user space only, and say so on the event
+  if not ev and is_permission(errno) and type(s) == "string" and a.exclude_kernel == 0 then
+    a.exclude_kernel, a.exclude_hv = true, true
+    ev = core.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
+    if ev then ev:data().fallback = "exclude_kernel" end
+  end
+  if not ev then return nil, msg, errno end
+  ev:data().name = opts.name or name
+  return ev
+end
+
+local event = core.event_methods
+
+-- ev:measure(fn, ...) -> count, enabled, running: reset, enable, call, disable.
+function event:measure(fn, ...)
+  assert(self:reset())
+  assert(self:enable())
+  local ok, err = pcall(fn, ...)
+  self:disable()
+  if not ok then error(err, 0) end
+  return self:read()
+end
+
+M.group = group.new
+M.spec = spec
+
+return M
