@@ -255,18 +255,21 @@ static void fill_from_table(lua_State *L, int aidx, int tidx)
 struct perfev_attr *perfev_attr_from(lua_State *L, int idx)
 {
   struct perfev_attr *a;
+  int t;
   idx = lua_absindex(L, idx);
+  /* typed before attr_new pushes: with no argument, idx would become the new attr */
+  t = lua_type(L, idx);
+  if (t != LUA_TNONE && t != LUA_TNIL && t != LUA_TTABLE && !luaL_testudata(L, idx, PERFEV_ATTR_MT))
+    luaL_error(L, "perfev.attr: expected a table or an attr, got %s", luaL_typename(L, idx));
   a = attr_new(L);
-  if (luaL_testudata(L, idx, PERFEV_ATTR_MT)) {
+  if (t == LUA_TUSERDATA) {
     memcpy(a, lua_touserdata(L, idx), sizeof *a);
     copy_anchors(L, idx, lua_gettop(L));
     return a;
   }
   field_set(a, perfev_field_find("size"), PERFEV_ATTR_SIZE);
-  if (lua_istable(L, idx))
+  if (t == LUA_TTABLE)
     fill_from_table(L, lua_gettop(L), idx);
-  else if (!lua_isnoneornil(L, idx))
-    luaL_error(L, "perfev.attr: expected a table or an attr, got %s", luaL_typename(L, idx));
   return a;
 }
 

@@ -208,7 +208,7 @@ static int l_tostring(lua_State *L)
   if (ev->fd < 0)
     snprintf(buf, sizeof buf, "closed");
   else
-    snprintf(buf, sizeof buf, "type %llu, config %#llx, fd %d, id %llu",
+    snprintf(buf, sizeof buf, "type %llu, config 0x%llx, fd %d, id %llu",
              (unsigned long long)perfev_attr_u64(&ev->attr, "type"),
              (unsigned long long)perfev_attr_u64(&ev->attr, "config"), ev->fd,
              (unsigned long long)ev->id);

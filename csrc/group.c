@@ -96,12 +96,12 @@ static size_t position(const struct perfev_group *g, size_t guess, uint64_t id)
  * upvalue key spares the string interning of lua_setfield per read). */
 enum { UP_MT = 1, UP_RAW, UP_LOST, UP_ENABLED, UP_RUNNING };
 
-/* t[key] = {} unless it already is a table; leaves it on the stack. */
+/* t[key] = {} unless it already is a table other than t; leaves it on the stack. */
 static void subtable(lua_State *L, int t, int key)
 {
   lua_pushvalue(L, lua_upvalueindex(key));
   lua_rawget(L, t);
-  if (lua_istable(L, -1))
+  if (lua_istable(L, -1) && !lua_rawequal(L, -1, t))
     return;
   lua_pop(L, 1);
   lua_newtable(L);
@@ -117,14 +117,23 @@ static void set_key(lua_State *L, int t, int key, uint64_t v)
   lua_rawset(L, t);
 }
 
-/* Counts at t[pos], raw values at t.raw[pos], lost at t.lost[pos]. */
+/* Counts at t[pos], raw values at t.raw[pos], lost at t.lost[pos]. When
+ * nothing was scaled the counts are the raw values, and t.raw is t itself:
+ * the refill stays one table write per member. */
 static void fill(lua_State *L, const struct perfev_group *g, const struct perfev_reading *r, int t)
 {
   const uint64_t *p = r->words + 1 + (size_t)r->has_enabled + (size_t)r->has_running;
   int counted = !r->has_running || r->running != 0;
-  int raw, lost = 0;
-  subtable(L, t, UP_RAW);
-  raw = lua_gettop(L);
+  int scaled = counted && r->enabled != r->running;
+  int raw = 0, lost = 0;
+  if (scaled) {
+    subtable(L, t, UP_RAW);
+    raw = lua_gettop(L);
+  } else {
+    lua_pushvalue(L, lua_upvalueindex(UP_RAW));
+    lua_pushvalue(L, t);
+    lua_rawset(L, t);
+  }
   if (r->has_lost) {
     subtable(L, t, UP_LOST);
     lost = lua_gettop(L);
@@ -137,8 +146,10 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
     else
       lua_pushboolean(L, 0);
     lua_rawseti(L, t, pos);
-    lua_pushinteger(L, (lua_Integer)value);
-    lua_rawseti(L, raw, pos);
+    if (raw) {
+      lua_pushinteger(L, (lua_Integer)value);
+      lua_rawseti(L, raw, pos);
+    }
     if (lost) {
       lua_pushinteger(L, (lua_Integer)*p++);
       lua_rawseti(L, lost, pos);

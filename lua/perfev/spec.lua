@@ -24,11 +24,27 @@ end
 -- Fields of a spec table that are not attr fields.
 local EXTRA = { name = true }
 
+-- config = "cpu-clock": a generic event name gives config (and type).
+local function resolve_config(fields)
+  local ev = names.byname[fields.config]
+  if not ev then
+    error(("perfev.attr: field 'config': unknown event name '%s' (known: %s)")
+          :format(fields.config, known_names()), 4)
+  end
+  local a = core.attr { type = fields.type or ev.type }
+  if a.type ~= ev.type then
+    error(("perfev.attr: field 'config': '%s' is a %s event, but type is %d")
+          :format(fields.config, ev.kind, a.type), 4)
+  end
+  fields.type, fields.config = ev.type, ev.config
+end
+
 local function from_table(t)
   local fields = {}
   for k, v in pairs(t) do
     if not EXTRA[k] then fields[k] = v end
   end
+  if type(fields.config) == "string" then resolve_config(fields) end
   local a = core.attr(fields)
   return a, t.name or names.name_of(a.type, a.config)
 end
