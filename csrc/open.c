@@ -246,6 +246,13 @@ int perfev_open(lua_State *L)
     return perfev_push_errno(L, errno, "perfev.open: cannot open the cgroup directory");
   fd = open_fd(a, &c, flags, &ksize);
   err = errno;
+  if (fd < 0 && (err == EMFILE || err == ENFILE)) {
+    /* events dropped to the GC may hold the fds: the collector does not see
+     * them in its memory accounting. Collect once, then try again. */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    fd = open_fd(a, &c, flags, &ksize);
+    err = errno;
+  }
   if (cgroup_fd >= 0)
     close(cgroup_fd);
   if (fd < 0 && err == E2BIG)

@@ -155,8 +155,10 @@ static int read_single(lua_State *L, const struct perfev_event *ev)
     return perfev_push_read_error(L, EPROTO);
   if ((fmt & PERF_FORMAT_TOTAL_TIME_RUNNING) && running == 0)
     lua_pushboolean(L, 0);
-  else
+  else if ((fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) && (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING))
     lua_pushinteger(L, (lua_Integer)perfev_scale(w[0], enabled, running));
+  else   /* without both times there is nothing to scale by (enabled would read as 0) */
+    lua_pushinteger(L, (lua_Integer)w[0]);
   if (at == 1)
     return 1;
   push_opt(L, (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) != 0, enabled);

@@ -1,0 +1,169 @@
+-- Helpers shared by the specs (not a spec itself: no _spec in the name).
+--   local u = require "spec.support.util"
+-- u.h is the bphelper C module (spec/helper/bphelper.c, `make spec-helpers`).
+local M = {}
+
+local ok, h = pcall(require, "bphelper")
+if not ok then
+  error("the spec helper module bphelper is missing: run `make spec-helpers` "
+        .. "(builds build/spec/bphelper.so)\n" .. tostring(h), 0)
+end
+M.h = h
+
+-- errno values (Linux, every architecture perfev builds on)
+M.E = {
+  EPERM = 1, ENOENT = 2, ESRCH = 3, E2BIG = 7, EBADF = 9, EACCES = 13, EEXIST = 17,
+  ENODEV = 19, EINVAL = 22, EOPNOTSUPP = 95,
+}
+
+function M.read_file(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function M.exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- Our own pid: /proc/self/stat read by this process (io.popen's child would
+-- see its own).
+function M.pid()
+  return tonumber(assert(M.read_file("/proc/self/stat")):match("^(%d+)"))
+end
+
+-- Output of a shell command, and whether it succeeded.
+function M.sh(cmd)
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  local okay = p:close()
+  return out, okay
+end
+
+-- Open file descriptors of this process, counted in-process by the helper
+-- (`ls /proc/PID/fd` through io.popen races with the pipe's own fds).
+function M.fd_count()
+  return h.fd_count()
+end
+
+-- What fd is, as /proc shows it ("anon_inode:[perf_event]").
+function M.fd_target(fd)
+  return (M.sh("readlink /proc/" .. M.pid() .. "/fd/" .. fd):gsub("%s+$", ""))
+end
+
+function M.is_root()
+  local status = M.read_file("/proc/self/status") or ""
+  return status:match("\nUid:%s+0%s") ~= nil
+end
+
+function M.arch()
+  return (M.sh("uname -m"):gsub("%s+$", ""))
+end
+
+-- The cpu PMU's sysfs directory (absent in most virtual machines).
+function M.cpu_pmu()
+  for _, name in ipairs { "cpu", "cpu_core", "cpu_atom", "armv8_pmuv3_0", "armv8_pmuv3" } do
+    local dir = "/sys/bus/event_source/devices/" .. name
+    if M.exists(dir .. "/type") then return dir end
+  end
+  return nil
+end
+
+-- tracefs: mounted if absent (as root). Returns its path, or nil, reason.
+local TRACEFS = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" }
+function M.tracefs()
+  for _, dir in ipairs(TRACEFS) do
+    if M.exists(dir .. "/events/syscalls/sys_enter_getppid/id") then return dir end
+  end
+  if M.is_root() then
+    os.execute("mount -t tracefs nodev /sys/kernel/tracing >/dev/null 2>&1")
+    if M.exists(TRACEFS[1] .. "/events/syscalls/sys_enter_getppid/id") then return TRACEFS[1] end
+  end
+  return nil, "tracefs with syscall tracepoints is not available (mount -t tracefs nodev "
+              .. "/sys/kernel/tracing needs root and a kernel with CONFIG_FTRACE_SYSCALLS)"
+end
+
+-- The id of a tracepoint "system:name", or nil, reason.
+function M.tracepoint_id(system, name)
+  local dir, why = M.tracefs()
+  if not dir then return nil, why end
+  local s = M.read_file(("%s/events/%s/%s/id"):format(dir, system, name))
+  if not s then return nil, ("no tracepoint %s:%s"):format(system, name) end
+  return assert(tonumber(s))
+end
+
+-- Spins for ns nanoseconds of wall time (CLOCK_MONOTONIC); returns a value
+-- so that the loop is not optimised into nothing.
+function M.spin(ns)
+  local t0, x = h.now_ns(), 0
+  while h.now_ns() - t0 < ns do x = x + 1 end
+  return x
+end
+
+-- Spins until ev (a refresh-limited sampling event) stops counting: two
+-- reads 10 ms of spinning apart agree. Returns the count and whether it
+-- stopped within timeout_ns (default 5 s) — generous for loaded machines.
+function M.spin_until_stopped(ev, timeout_ns)
+  local t0, last = h.now_ns(), ev:read()
+  while h.now_ns() - t0 < (timeout_ns or 5e9) do
+    M.spin(10e6)
+    local now = ev:read()
+    if now == last then return now, true end
+    last = now
+  end
+  return last, false
+end
+
+-- This process's module paths, made absolute (for child processes).
+local function absolute_paths()
+  local cwd = M.sh("pwd"):gsub("%s+$", "")
+  local function absolute(path)
+    return (path:gsub("[^;]+", function(p)
+      if p:sub(1, 1) == "/" then return p end
+      return cwd .. "/" .. p
+    end))
+  end
+  return absolute(package.path), absolute(package.cpath)
+end
+
+-- Runs a Lua chunk in a child Lua with this process's module paths.
+-- prefix: shell commands run first (e.g. "ulimit -n 64"); as: a command
+-- that runs the rest as another user. Returns its stdout and stderr.
+function M.run_lua(code, prefix, as)
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "w"))
+  f:write(code)
+  f:close()
+  os.execute("chmod 0644 " .. tmp)
+  local lpath, cpath = absolute_paths()
+  local cmd = ("env LUA_PATH='%s' LUA_CPATH='%s' %s %s 2>&1"):format(lpath, cpath,
+              M.lua_interpreter(), tmp)
+  if as then cmd = as .. " " .. cmd end
+  if prefix then cmd = prefix .. "; " .. cmd end
+  local out = M.sh(cmd)
+  os.remove(tmp)
+  return out
+end
+
+-- Runs a Lua chunk as user nobody (root only, setpriv). Returns its
+-- output, or nil, reason.
+function M.run_as_nobody(code)
+  if not M.is_root() then return nil, "needs root to switch to user nobody" end
+  local _, have = M.sh("command -v setpriv >/dev/null 2>&1")
+  if not have then return nil, "setpriv (util-linux) is not installed" end
+  return M.run_lua(code, nil, "setpriv --reuid=65534 --regid=65534 --clear-groups")
+end
+
+-- The interpreter running the specs (arg[-1] under busted's runner).
+function M.lua_interpreter()
+  local i, exe = -1, nil
+  while arg and arg[i] do exe = arg[i]; i = i - 1 end
+  if exe and exe:match("lua") then return exe end
+  return "lua5.4"
+end
+
+return M
