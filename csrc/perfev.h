@@ -104,4 +104,9 @@ int perfev_group_open_lib(lua_State *L);
 /* Scales a multiplexed count: value * enabled / running, without overflow. */
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
+/* ---- sampling: record decoder (record*.c) and ring buffer (ring.c) ---- */
+int perfev_record_open_lib(lua_State *L);   /* core.decode */
+int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
+int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
+
 #endif

@@ -29,7 +29,7 @@ function M.new(specs, opts)
   end
   local events = {}
   for i, a in ipairs(attrs) do
-    local ev, msg, errno = core.open(a, opts.pid or 0, opts.cpu or -1, events[1], opts.flags)
+    local ev, msg, errno = spec.open(a, opts.pid or 0, opts.cpu or -1, events[1], opts.flags)
     if not ev then
       close_all(events)
       return nil, ("%s (group member %d, '%s')"):format(msg, i, evnames[i]), errno

@@ -40,7 +40,7 @@ function M.open(s, opts)
   local a, name = open_attr(s)
   local leader = opts.group
   if type(leader) == "userdata" and leader.leader then leader = leader:leader() end
-  local ev, msg, errno = core.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
+  local ev, msg, errno = spec.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
   -- like perf: when the kernel refuses kernel-mode counting to this user,
   -- count user space only, and say so on the event
   if not ev and is_permission(errno) and type(s) == "string" and a.exclude_kernel == 0 then
@@ -65,7 +65,17 @@ function event:measure(fn, ...)
   return self:read()
 end
 
-M.group = group.new
+-- perfev.group(specs | "{a,b}:u" string, opts)
+function M.group(specs, opts)
+  if type(specs) == "string" then specs = M.parse_list(specs) end
+  return group.new(specs, opts)
+end
 M.spec = spec
+
+-- perfev.parse(s) -> event table, or a list of them (see perfev/parse.lua)
+M.parse = require("perfev.parse").parse
+M.parse_list = require("perfev.parse").list
+-- perfev.list([filter], [opts]) -> the events of this machine, like perf list
+M.list = require("perfev.list").list
 
 return M

@@ -15,9 +15,11 @@
  *   h.now_ns()          -> CLOCK_MONOTONIC in nanoseconds
  *   h.ring_map(fd, n)   -> address of a 1+n page perf mmap, or nil, errno
  *   h.ring_unmap(a, n)  -> munmap of it; h.ring_head(a) -> its data_head
+ *   h.fd_count()        -> open fds of this process (from /proc/self/fd)
  *
  * The watched variable is module-level static storage on purpose: it is the
  * memory under test, shared by every state that loads this helper. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -158,6 +160,21 @@ static int h_ring_head(lua_State *L) {
   return 1;
 }
 
+/* h.fd_count() -> open file descriptors of this process, counted in-process
+ * (a `ls /proc/PID/fd` child races with its own pipe's fds). */
+static int h_fd_count(lua_State *L) {
+  DIR *d = opendir("/proc/self/fd");
+  lua_Integer n = 0;
+  struct dirent *e;
+  if (!d)
+    return luaL_error(L, "fd_count: cannot open /proc/self/fd (errno %d)", errno);
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  lua_pushinteger(L, n - 1);   /* the directory's own fd */
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   { "addr", h_addr },
   { "write", h_write },
@@ -172,6 +189,7 @@ static const luaL_Reg funcs[] = {
   { "ring_map", h_ring_map },
   { "ring_unmap", h_ring_unmap },
   { "ring_head", h_ring_head },
+  { "fd_count", h_fd_count },
   { NULL, NULL }
 };
 

@@ -1,0 +1,857 @@
+/* The record decoder: one loop over the rows of record_layout.c, a short
+ * function per kind of field, every read bounds-checked against the
+ * record. Records are in the host's byte order, as the kernel writes them;
+ * every access goes through memcpy, so a buffer needs no alignment. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "record.h"
+
+/* Where decoding is: the record, the region being walked, its layout. */
+struct cur {
+  lua_State *L;
+  const unsigned char *rec;          /* the record's header */
+  const unsigned char *p, *end;      /* the region being read */
+  size_t off;                        /* the record's offset in the stream */
+  uint32_t type;
+  uint16_t misc, size;
+  const struct perfev_layout *l;
+};
+
+/* ---- errors: everything a malformed record says names its offset ---- */
+
+static void fail(const struct cur *c, const char *fmt, ...)
+{
+  char msg[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  perfev_decode_error(c->L, c->off, c->type, c->size, msg);
+}
+
+void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg)
+{
+  char buf[320];
+  snprintf(buf, sizeof buf, "perfev.decode: malformed record at offset %zu (type %u, size %zu): %s",
+           off, (unsigned)type, size, msg);
+  lua_pushstring(L, buf);
+  lua_error(L);
+}
+
+static size_t left(const struct cur *c)
+{
+  return (size_t)(c->end - c->p);
+}
+
+/* The next n bytes of the region; raises when the record has fewer. */
+static const unsigned char *take(struct cur *c, size_t n, const char *what)
+{
+  const unsigned char *q = c->p;
+  if (n > left(c))
+    fail(c, "%s needs %lu bytes at record offset %lu, %lu left", what ? what : "padding",
+         (unsigned long)n, (unsigned long)(c->p - c->rec), (unsigned long)left(c));
+  c->p += n;
+  return q;
+}
+
+static uint64_t get64(struct cur *c, const char *what)
+{
+  uint64_t v;
+  memcpy(&v, take(c, 8, what), 8);
+  return v;
+}
+
+static uint32_t get32(struct cur *c, const char *what)
+{
+  uint32_t v;
+  memcpy(&v, take(c, 4, what), 4);
+  return v;
+}
+
+static uint16_t get16(struct cur *c, const char *what)
+{
+  uint16_t v;
+  memcpy(&v, take(c, 2, what), 2);
+  return v;
+}
+
+/* A count of items of `each` bytes that must fit in what is left. */
+static uint64_t get_count(struct cur *c, size_t each, const char *what)
+{
+  uint64_t n = get64(c, what);
+  if (n > left(c) / each)
+    fail(c, "%s count %llu overflows the record (%lu bytes left)", what,
+         (unsigned long long)n, (unsigned long)left(c));
+  return n;
+}
+
+static void set_int(lua_State *L, const char *k, uint64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_bytes(lua_State *L, const char *k, const unsigned char *p, size_t n)
+{
+  lua_pushlstring(L, (const char *)p, n);
+  lua_setfield(L, -2, k);
+}
+
+/* Constant names are upper case, record keys and values lower. */
+static void add_lower(luaL_Buffer *b, const char *s)
+{
+  for (; *s; s++)
+    luaL_addchar(b, (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s));
+}
+
+static void push_lower(lua_State *L, const char *s)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  add_lower(&b, s);
+  luaL_pushresult(&b);
+}
+
+/* t[lower(name)] = true */
+static void set_flag(lua_State *L, const char *name)
+{
+  push_lower(L, name);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+}
+
+/* ---- scalar fields ---- */
+
+static void op_u8(struct cur *c, const struct perfev_rfield *f)
+{
+  set_int(c->L, f->name, *take(c, 1, f->name));
+}
+
+static void op_u16(struct cur *c, const struct perfev_rfield *f)
+{
+  set_int(c->L, f->name, get16(c, f->name));
+}
+
+static void op_u32(struct cur *c, const struct perfev_rfield *f)
+{
+  set_int(c->L, f->name, get32(c, f->name));
+}
+
+static void op_u64(struct cur *c, const struct perfev_rfield *f)
+{
+  set_int(c->L, f->name, get64(c, f->name));
+}
+
+static void op_pad32(struct cur *c, const struct perfev_rfield *f)
+{
+  (void)f;
+  take(c, 4, NULL);
+}
+
+/* A NUL-terminated string padded to 8 bytes: the rest of the body. A
+ * string without its NUL ends at the body's end. */
+static void op_str(struct cur *c, const struct perfev_rfield *f)
+{
+  const unsigned char *nul = memchr(c->p, 0, left(c));
+  set_bytes(c->L, f->name, c->p, nul ? (size_t)(nul - c->p) : left(c));
+  c->p = c->end;
+}
+
+static void op_bytes8(struct cur *c, const struct perfev_rfield *f)
+{
+  set_bytes(c->L, f->name, take(c, 8, f->name), 8);
+}
+
+/* ---- composite fields ---- */
+
+/* struct read_format: one value, or a group's nr values. */
+static void read_entry(struct cur *c, uint64_t fmt)
+{
+  set_int(c->L, "value", get64(c, "read value"));
+  if (fmt & PERF_FORMAT_ID)
+    set_int(c->L, "id", get64(c, "read id"));
+  if (fmt & PERF_FORMAT_LOST)
+    set_int(c->L, "lost", get64(c, "read lost"));
+}
+
+static void read_times(struct cur *c, uint64_t fmt)
+{
+  if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
+    set_int(c->L, "time_enabled", get64(c, "time_enabled"));
+  if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
+    set_int(c->L, "time_running", get64(c, "time_running"));
+}
+
+static void op_read(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  uint64_t fmt = c->l->read_format;
+  lua_createtable(L, 0, 5);
+  if (fmt & PERF_FORMAT_GROUP) {
+    size_t each = 8 * (1 + ((fmt & PERF_FORMAT_ID) != 0) + ((fmt & PERF_FORMAT_LOST) != 0));
+    uint64_t nr = get64(c, "read nr");
+    read_times(c, fmt);
+    if (nr > left(c) / each)
+      fail(c, "read nr %llu overflows the record", (unsigned long long)nr);
+    set_int(L, "nr", nr);
+    for (uint64_t i = 0; i < nr; i++) {
+      lua_createtable(L, 0, 3);
+      read_entry(c, fmt);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  } else {
+    set_int(L, "value", get64(c, "read value"));
+    read_times(c, fmt);
+    if (fmt & PERF_FORMAT_ID)
+      set_int(L, "id", get64(c, "read id"));
+    if (fmt & PERF_FORMAT_LOST)
+      set_int(L, "lost", get64(c, "read lost"));
+  }
+  lua_setfield(L, -2, f->name);
+}
+
+/* The segment table of a callchain: { context = "kernel", first = i, last = j }. */
+static void push_segment(lua_State *L, uint64_t marker, lua_Integer first)
+{
+  static const char *const names[] = { "hv", "kernel", "user", "guest", "guest_kernel",
+                                       "guest_user", "user_deferred" };
+  static const uint64_t markers[] = { PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER,
+                                      PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL,
+                                      PERF_CONTEXT_GUEST_USER, PERF_CONTEXT_USER_DEFERRED };
+  const char *name = NULL;
+  for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
+    if (markers[i] == marker)
+      name = names[i];
+  lua_createtable(L, 0, 3);
+  if (name)
+    lua_pushstring(L, name);
+  else
+    lua_pushinteger(L, (lua_Integer)marker);
+  lua_setfield(L, -2, "context");
+  lua_pushinteger(L, first);
+  lua_setfield(L, -2, "first");
+  lua_pushinteger(L, first - 1);   /* empty until a frame follows */
+  lua_setfield(L, -2, "last");
+}
+
+/* rec.callchain: the addresses, without the PERF_CONTEXT_* markers, which
+ * become rec.callchain_contexts, the segments they open (when present). */
+static void op_callchain(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  uint64_t nr = get_count(c, 8, "callchain nr");
+  lua_Integer n = 0, nseg = 0;
+  lua_createtable(L, (int)nr, 0);   /* the chain */
+  lua_pushnil(L);                   /* its segments, created at the first marker */
+  for (uint64_t i = 0; i < nr; i++) {
+    uint64_t ip = get64(c, "callchain");
+    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+      if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_createtable(L, 2, 0);
+      }
+      push_segment(L, ip, n + 1);
+      lua_rawseti(L, -2, ++nseg);
+      continue;
+    }
+    lua_pushinteger(L, (lua_Integer)ip);
+    lua_rawseti(L, -3, ++n);
+    if (nseg > 0) {   /* the open segment grows */
+      lua_rawgeti(L, -1, nseg);
+      lua_pushinteger(L, n);
+      lua_setfield(L, -2, "last");
+      lua_pop(L, 1);
+    }
+  }
+  lua_setfield(L, -3, "callchain_contexts");   /* nil: no markers */
+  lua_setfield(L, -2, f->name);
+}
+
+static void op_raw(struct cur *c, const struct perfev_rfield *f)
+{
+  uint32_t n = get32(c, "raw size");
+  set_bytes(c->L, f->name, take(c, n, "raw data"), n);
+}
+
+static void op_auxdata(struct cur *c, const struct perfev_rfield *f)
+{
+  uint64_t n = get_count(c, 1, "aux size");
+  set_bytes(c->L, f->name, take(c, (size_t)n, "aux data"), (size_t)n);
+}
+
+/* The bitfields of struct perf_branch_entry's third word, low bit first. */
+static const struct { const char *name; uint8_t bit, width, is_bool; } branch_bits[] = {
+  { "mispred", 0, 1, 1 }, { "predicted", 1, 1, 1 }, { "in_tx", 2, 1, 1 }, { "abort", 3, 1, 1 },
+  { "cycles", 4, 16, 0 }, { "type", 20, 4, 0 }, { "spec", 24, 2, 0 }, { "new_type", 26, 4, 0 },
+  { "priv", 30, 3, 0 },
+};
+
+static void branch_entry(struct cur *c)
+{
+  lua_State *L = c->L;
+  uint64_t flags;
+  lua_createtable(L, 0, 11);
+  set_int(L, "from", get64(c, "branch from"));
+  set_int(L, "to", get64(c, "branch to"));
+  flags = get64(c, "branch flags");
+  for (size_t i = 0; i < sizeof branch_bits / sizeof branch_bits[0]; i++) {
+    uint64_t v = (flags >> branch_bits[i].bit) & ((1u << branch_bits[i].width) - 1);
+    if (branch_bits[i].is_bool)
+      lua_pushboolean(L, v != 0);
+    else
+      lua_pushinteger(L, (lua_Integer)v);
+    lua_setfield(L, -2, branch_bits[i].name);
+  }
+}
+
+/* bnr, hw_idx (branch_sample_type HW_INDEX), the entries, then one counter
+ * word per entry (branch_sample_type COUNTERS, Linux 6.8). */
+static void op_branch(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  uint64_t bst = c->l->branch_sample_type;
+  uint64_t nr = get64(c, "branch_stack nr");
+  lua_createtable(L, nr < 64 ? (int)nr : 64, 1);
+  if (bst & PERF_SAMPLE_BRANCH_HW_INDEX)
+    set_int(L, "hw_idx", get64(c, "branch_stack hw_idx"));
+  if (nr > left(c) / 24)
+    fail(c, "branch_stack nr %llu overflows the record", (unsigned long long)nr);
+  for (uint64_t i = 0; i < nr; i++) {
+    branch_entry(c);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  if (bst & PERF_SAMPLE_BRANCH_COUNTERS) {
+    if (nr > left(c) / 8)
+      fail(c, "branch_stack counters overflow the record");
+    for (uint64_t i = 0; i < nr; i++) {
+      lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      set_int(L, "counters", get64(c, "branch counters"));
+      lua_pop(L, 1);
+    }
+  }
+  lua_setfield(L, -2, f->name);
+}
+
+/* The name of perf register index i: "ax", "xmm0"; an XMM register's upper
+ * half (index + 1) is "xmm0h"; others "r<i>". */
+static void reg_name(int i, char *buf, size_t size)
+{
+  const struct perfev_const_table *t = perfev_consts_get("REG");
+  const char *name = t ? perfev_const_name(t, (uint64_t)i) : NULL;
+  const char *lo = (!name && i > 0 && t) ? perfev_const_name(t, (uint64_t)(i - 1)) : NULL;
+  size_t n;
+  if (lo && strncmp(lo, "XMM", 3) == 0)
+    snprintf(buf, size, "%sh", lo);
+  else if (name)
+    snprintf(buf, size, "%s", name);
+  else
+    snprintf(buf, size, "r%d", i);
+  for (n = 0; buf[n]; n++)
+    if (buf[n] >= 'A' && buf[n] <= 'Z')
+      buf[n] = (char)(buf[n] - 'A' + 'a');
+}
+
+/* abi, then one word per bit of the mask (none when abi is NONE). */
+static void regs(struct cur *c, const char *key, uint64_t mask)
+{
+  lua_State *L = c->L;
+  uint64_t abi = get64(c, "regs abi");
+  char name[16];
+  lua_createtable(L, 0, 8);
+  set_int(L, "abi", abi);
+  for (int i = 0; abi != PERF_SAMPLE_REGS_ABI_NONE && i < 64; i++) {
+    if (!(mask & ((uint64_t)1 << i)))
+      continue;
+    reg_name(i, name, sizeof name);
+    set_int(L, name, get64(c, "register"));
+  }
+  lua_setfield(L, -2, key);
+}
+
+static void op_regs_user(struct cur *c, const struct perfev_rfield *f)
+{
+  regs(c, f->name, c->l->regs_user);
+}
+
+static void op_regs_intr(struct cur *c, const struct perfev_rfield *f)
+{
+  regs(c, f->name, c->l->regs_intr);
+}
+
+/* size, data[size], and dyn_size (the bytes of data that are real) when
+ * size is not 0. */
+static void op_stack(struct cur *c, const struct perfev_rfield *f)
+{
+  uint64_t n = get_count(c, 1, "stack_user size");
+  set_bytes(c->L, f->name, take(c, (size_t)n, "stack_user data"), (size_t)n);
+  if (n)
+    set_int(c->L, "dyn_size", get64(c, "stack_user dyn_size"));
+}
+
+/* PERF_SAMPLE_WEIGHT: one u64. WEIGHT_STRUCT: union perf_sample_weight,
+ * weight = var1_dw, and var2_w, var3_w (perf's ins_lat, retire_lat). */
+static void op_weight(struct cur *c, const struct perfev_rfield *f)
+{
+  const unsigned char *p = take(c, 8, f->name);
+  uint64_t full;
+  uint32_t w1;
+  uint16_t w2, w3;
+  if (!(c->l->sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) {
+    memcpy(&full, p, 8);
+    set_int(c->L, f->name, full);
+    return;
+  }
+  memcpy(&w1, p, 4);
+  memcpy(&w2, p + 4, 2);
+  memcpy(&w3, p + 6, 2);
+  set_int(c->L, f->name, w1);
+  set_int(c->L, "var2_w", w2);
+  set_int(c->L, "var3_w", w3);
+}
+
+/* One field of data_src: a value name, or "a|b" for a bit set. */
+static void mem_field(lua_State *L, const struct perfev_mem_field *m, uint64_t v)
+{
+  const struct perfev_const_table *t = perfev_consts_get(m->consts);
+  luaL_Buffer b;
+  const char *name;
+  int named = 0;
+  luaL_buffinit(L, &b);
+  if (m->is_enum) {
+    name = t ? perfev_const_name(t, v) : NULL;
+    if (name)
+      add_lower(&b, name), named = 1;
+  } else {
+    for (size_t i = 0; t && i < t->n; i++) {
+      if (!(v & t->items[i].value))
+        continue;
+      if (named++)
+        luaL_addchar(&b, '|');
+      add_lower(&b, t->items[i].name);
+    }
+  }
+  luaL_pushresult(&b);
+  if (!named) {   /* a value no table names: the number */
+    lua_pop(L, 1);
+    lua_pushinteger(L, (lua_Integer)v);
+  }
+  lua_setfield(L, -2, m->name);
+}
+
+/* rec.data_src, and rec.mem: its fields by name ("load", "hit|l1", ...). */
+static void op_data_src(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  uint64_t v = get64(c, f->name);
+  set_int(L, f->name, v);
+  lua_createtable(L, 0, 6);
+  for (size_t i = 0; i < perfev_mem_nfields; i++) {
+    const struct perfev_mem_field *m = &perfev_mem_fields[i];
+    uint64_t x = (v >> m->shift) & (((uint64_t)1 << m->width) - 1);
+    if (x)
+      mem_field(L, m, x);
+  }
+  lua_setfield(L, -2, "mem");
+}
+
+/* nr_namespaces, then { dev, inode } for each, in NS index order. */
+static void op_namespaces(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  const struct perfev_const_table *t = perfev_consts_get("NS");
+  uint64_t nr = get_count(c, 16, "nr_namespaces");
+  lua_createtable(L, (int)nr, 0);
+  for (uint64_t i = 0; i < nr; i++) {
+    const char *name = t && i < NR_NAMESPACES ? perfev_const_name(t, i) : NULL;
+    lua_createtable(L, 0, 3);
+    set_int(L, "dev", get64(c, "namespace dev"));
+    set_int(L, "inode", get64(c, "namespace inode"));
+    if (name) {
+      push_lower(L, name);
+      lua_setfield(L, -2, "name");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, f->name);
+}
+
+/* The 24-byte union of mmap2: the device and inode, or (misc
+ * MMAP_BUILD_ID) a build id of up to 20 bytes. */
+static void op_mmap2_id(struct cur *c, const struct perfev_rfield *f)
+{
+  lua_State *L = c->L;
+  const unsigned char *p = take(c, 24, "mmap2 maj/min/ino");
+  uint32_t u32;
+  uint64_t u64;
+  (void)f;
+  if (c->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+    if (p[0] > 20)
+      fail(c, "mmap2 build_id_size %d is over 20", p[0]);
+    set_bytes(L, "build_id", p + 4, p[0]);
+    return;
+  }
+  memcpy(&u32, p, 4);
+  set_int(L, "maj", u32);
+  memcpy(&u32, p + 4, 4);
+  set_int(L, "min", u32);
+  memcpy(&u64, p + 8, 8);
+  set_int(L, "ino", u64);
+  memcpy(&u64, p + 16, 8);
+  set_int(L, "ino_generation", u64);
+}
+
+/* old_len, new_len, then the old bytes and the new. */
+static void op_text_poke(struct cur *c, const struct perfev_rfield *f)
+{
+  uint16_t old_len = get16(c, "old_len"), new_len = get16(c, "new_len");
+  (void)f;
+  set_bytes(c->L, "old_bytes", take(c, old_len, "old_bytes"), old_len);
+  set_bytes(c->L, "new_bytes", take(c, new_len, "new_bytes"), new_len);
+}
+
+/* flags, and a boolean for each PERF_AUX_FLAG_* bit set. */
+static void op_aux_flags(struct cur *c, const struct perfev_rfield *f)
+{
+  const struct perfev_const_table *t = perfev_consts_get("AUX_FLAG");
+  uint64_t v = get64(c, f->name);
+  set_int(c->L, f->name, v);
+  for (size_t i = 0; t && i < t->n; i++) {
+    uint64_t bit = t->items[i].value;
+    if ((bit & (bit - 1)) == 0 && (v & bit) && strncmp(t->items[i].name, "CORESIGHT", 9) != 0)
+      set_flag(c->L, t->items[i].name);
+  }
+}
+
+typedef void (*op_fn)(struct cur *, const struct perfev_rfield *);
+
+static const op_fn ops[OP_COUNT] = {
+  [OP_U8] = op_u8, [OP_U16] = op_u16, [OP_U32] = op_u32, [OP_U64] = op_u64,
+  [OP_PAD32] = op_pad32, [OP_STR] = op_str, [OP_BYTES8] = op_bytes8, [OP_READ] = op_read,
+  [OP_CALLCHAIN] = op_callchain, [OP_RAW] = op_raw, [OP_BRANCH] = op_branch,
+  [OP_REGS_USER] = op_regs_user, [OP_REGS_INTR] = op_regs_intr, [OP_STACK] = op_stack,
+  [OP_WEIGHT] = op_weight, [OP_DATA_SRC] = op_data_src, [OP_AUXDATA] = op_auxdata,
+  [OP_NAMESPACES] = op_namespaces, [OP_MMAP2_ID] = op_mmap2_id,
+  [OP_TEXT_POKE] = op_text_poke, [OP_AUX_FLAGS] = op_aux_flags,
+};
+
+/* The one loop: every row present in this sample_type, in order. */
+static void walk(struct cur *c, const struct perfev_rfield *f, size_t n)
+{
+  uint64_t st = c->l->sample_type;
+  for (size_t i = 0; i < n; i++)
+    if (f[i].mask == 0 || (st & f[i].mask))
+      ops[f[i].op](c, &f[i]);
+}
+
+/* ---- one record ---- */
+
+static void set_misc(struct cur *c)
+{
+  lua_State *L = c->L;
+  set_int(L, "misc", c->misc);
+  lua_pushstring(L, perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK]
+                      ? perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK] : "unknown");
+  lua_setfield(L, -2, "cpumode");
+  for (size_t i = 0; i < perfev_misc_nflags; i++) {
+    const struct perfev_misc_flag *m = &perfev_misc_flags[i];
+    if ((m->type == 0 || m->type == c->type) && (c->misc & m->bit)) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, m->name);
+    }
+  }
+}
+
+/* A non-sample record: the trailer first (its fields are at the end),
+ * then the body, whose fields win where both have one (pid, tid, time). */
+static void decode_other(struct cur *c, const struct perfev_rtype *rt)
+{
+  const unsigned char *body_end = c->end;
+  if (rt->trailer && c->l->sample_id_all) {
+    if (left(c) < c->l->trailer_size)
+      fail(c, "the sample_id trailer needs %u bytes, the body has %lu",
+           (unsigned)c->l->trailer_size, (unsigned long)left(c));
+    body_end = c->end - c->l->trailer_size;
+    c->p = body_end;
+    walk(c, perfev_trailer_fields, perfev_trailer_nfields);
+    c->p = c->rec + sizeof(struct perf_event_header);
+    c->end = body_end;
+  }
+  walk(c, rt->fields, rt->nfields);
+}
+
+static uint64_t at64(const unsigned char *p)
+{
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* The layout of this record: by its id when the stream has several. */
+static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
+{
+  size_t len = c->size;
+  uint64_t id;
+  if (d->n == 1)
+    return 0;
+  if (c->type == PERF_RECORD_SAMPLE) {
+    if (len < 8 * (size_t)(d->id_pos + 2))
+      fail(c, "too short for the sample id");
+    id = at64(c->rec + 8 * (size_t)(d->id_pos + 1));
+  } else if (d->is_pos >= 0 && perfev_rtype_find(c->type) && perfev_rtype_find(c->type)->trailer) {
+    if (len < 8 * (size_t)(d->is_pos + 2))
+      fail(c, "too short for the sample_id trailer");
+    id = at64(c->rec + len - 8 * (size_t)(d->is_pos + 1));
+  } else {
+    return 0;   /* no id: body fields do not depend on the attr */
+  }
+  for (size_t i = 0; i < d->n; i++)
+    if (d->layouts[i].id == id)
+      return i;
+  fail(c, "no attr for id %llu", (unsigned long long)id);
+  return 0;
+}
+
+static void count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec, size_t len)
+{
+  if (type == PERF_RECORD_LOST && len >= 24)
+    d->lost += at64(rec + 16);
+  else if (type == PERF_RECORD_LOST_SAMPLES && len >= 16)
+    d->lost += at64(rec + 8);
+}
+
+size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
+                         size_t len, size_t off)
+{
+  struct perf_event_header h;
+  struct cur c;
+  const struct perfev_rtype *rt;
+  size_t li;
+  if (len < sizeof h)
+    perfev_decode_error(L, off, 0, len, "shorter than its 8-byte header");
+  memcpy(&h, rec, sizeof h);
+  memset(&c, 0, sizeof c);
+  c.L = L;
+  c.rec = rec;
+  c.off = off;
+  c.type = h.type;
+  c.misc = h.misc;
+  c.size = h.size;
+  if (h.size < sizeof h || h.size > len)
+    fail(&c, "size is outside 8..%zu", len);
+  li = pick_layout(&c, d);
+  c.l = &d->layouts[li];
+  c.p = rec + sizeof h;
+  c.end = rec + h.size;
+  rt = perfev_rtype_find(h.type);
+  lua_createtable(L, 0, 12);
+  if (!rt) {   /* a type newer than this decoder: its number and bytes */
+    set_int(L, "type", h.type);
+    set_bytes(L, "data", c.p, left(&c));
+  } else {
+    lua_pushstring(L, rt->name);
+    lua_setfield(L, -2, "type");
+    if (h.type == PERF_RECORD_SAMPLE)
+      walk(&c, perfev_sample_fields, perfev_sample_nfields);
+    else
+      decode_other(&c, rt);
+  }
+  set_int(L, "size", h.size);
+  set_misc(&c);
+  count_lost(d, h.type, rec, h.size);
+  return li;
+}
+
+/* ---- decoder state ---- */
+
+static int popcount64(uint64_t v)
+{
+  int n = 0;
+  for (; v; v &= v - 1)
+    n++;
+  return n;
+}
+
+void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id)
+{
+  const uint64_t trailer = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
+                           PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+  memset(l, 0, sizeof *l);
+  l->id = id;
+  l->sample_type = perfev_attr_u64(a, "sample_type");
+  l->read_format = perfev_attr_u64(a, "read_format");
+  l->branch_sample_type = perfev_attr_u64(a, "branch_sample_type");
+  l->regs_user = perfev_attr_u64(a, "sample_regs_user");
+  l->regs_intr = perfev_attr_u64(a, "sample_regs_intr");
+  l->sample_id_all = perfev_attr_u64(a, "sample_id_all") != 0;
+  l->trailer_size = 8u * (uint32_t)popcount64(l->sample_type & trailer);
+}
+
+struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
+{
+  struct perfev_decoder *d = (struct perfev_decoder *)perfev_newuserdata(
+    L, sizeof *d + n * sizeof d->layouts[0]);
+  memset(d, 0, sizeof *d + n * sizeof d->layouts[0]);
+  d->n = n;
+  d->id_pos = d->is_pos = -1;
+  luaL_setmetatable(L, PERFEV_DECODER_MT);
+  return d;
+}
+
+/* Where a sample's id is, in u64 words after the header; -1: nowhere. */
+static int id_pos(const struct perfev_layout *l)
+{
+  const uint64_t before = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+  if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
+    return 0;
+  if (l->sample_type & PERF_SAMPLE_ID)
+    return popcount64(l->sample_type & before);
+  return -1;
+}
+
+/* Where the trailer's id is, in u64 words from the record's end. */
+static int is_pos(const struct perfev_layout *l)
+{
+  if (!l->sample_id_all)
+    return -1;
+  if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
+    return 0;
+  if (l->sample_type & PERF_SAMPLE_ID)
+    return popcount64(l->sample_type & (PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU));
+  return -1;
+}
+
+void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d)
+{
+  d->id_pos = id_pos(&d->layouts[0]);
+  d->is_pos = is_pos(&d->layouts[0]);
+  if (d->n < 2)
+    return;
+  if (d->id_pos < 0)
+    luaL_error(L, "perfev.decode: a stream of several events needs PERF_SAMPLE_IDENTIFIER "
+                  "(or PERF_SAMPLE_ID) in every sample_type to tell its records apart");
+  for (size_t i = 1; i < d->n; i++)
+    if (id_pos(&d->layouts[i]) != d->id_pos || is_pos(&d->layouts[i]) != d->is_pos)
+      luaL_error(L, "perfev.decode: the events of one stream must put the id at the same "
+                    "place: use PERF_SAMPLE_IDENTIFIER in every sample_type (and the same "
+                    "sample_id_all)");
+}
+
+/* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }) ---- */
+
+#define DECODE_UPV_BYTES lua_upvalueindex(1)
+#define DECODE_UPV_DEC lua_upvalueindex(2)
+#define DECODE_UPV_OFF lua_upvalueindex(3)
+
+static int decode_next(lua_State *L)
+{
+  size_t len, off = (size_t)lua_tointeger(L, DECODE_UPV_OFF);
+  const unsigned char *s = (const unsigned char *)lua_tolstring(L, DECODE_UPV_BYTES, &len);
+  struct perfev_decoder *d = (struct perfev_decoder *)lua_touserdata(L, DECODE_UPV_DEC);
+  struct perf_event_header h;
+  if (off >= len)
+    return 0;
+  if (len - off < sizeof h)
+    perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
+  memcpy(&h, s + off, sizeof h);
+  if (h.size < sizeof h)
+    perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
+  if (h.size > len - off)
+    perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
+  perfev_decode_one(L, d, s + off, h.size, off);
+  lua_pushinteger(L, (lua_Integer)(off + h.size));
+  lua_replace(L, DECODE_UPV_OFF);
+  return 1;
+}
+
+/* The attr and id of the value at idx (attr or event); 0 if neither. */
+static int attr_of(lua_State *L, int idx, const struct perfev_attr **a, uint64_t *id)
+{
+  struct perfev_event *ev;
+  struct perfev_attr *at = (struct perfev_attr *)luaL_testudata(L, idx, PERFEV_ATTR_MT);
+  if (at) {
+    *a = at;
+    return 1;
+  }
+  ev = (struct perfev_event *)luaL_testudata(L, idx, PERFEV_EVENT_MT);
+  if (ev) {
+    *a = &ev->attr;
+    *id = ev->id;
+    return 1;
+  }
+  return 0;
+}
+
+/* Fills a decoder from { [id] = attr, ... } or { event, ... } at idx. */
+static struct perfev_decoder *decoder_from_map(lua_State *L, int idx)
+{
+  size_t n = 0, i = 0;
+  struct perfev_decoder *d;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1))
+    n++;
+  d = perfev_decoder_new(L, n);
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    const struct perfev_attr *a = NULL;
+    uint64_t id = 0;
+    int is_event = luaL_testudata(L, -1, PERFEV_EVENT_MT) != NULL;
+    if (!attr_of(L, -1, &a, &id))
+      luaL_error(L, "perfev.decode: the attrs table maps ids to attrs (or lists events)");
+    if (!is_event) {
+      if (!lua_isinteger(L, -2))
+        luaL_error(L, "perfev.decode: the attrs table's keys must be event ids");
+      id = (uint64_t)lua_tointeger(L, -2);
+    }
+    perfev_layout_init(&d->layouts[i++], a, id);
+  }
+  return d;
+}
+
+/* Whether the table at idx holds attrs or events (rather than attr fields). */
+static int is_map(lua_State *L, int idx)
+{
+  int yes = 0;
+  if (!lua_istable(L, idx))
+    return 0;
+  lua_pushnil(L);
+  if (lua_next(L, idx)) {
+    yes = luaL_testudata(L, -1, PERFEV_ATTR_MT) || luaL_testudata(L, -1, PERFEV_EVENT_MT);
+    lua_pop(L, 2);
+  }
+  return yes;
+}
+
+static int l_decode(lua_State *L)
+{
+  const struct perfev_attr *a = NULL;
+  uint64_t id = 0;
+  struct perfev_decoder *d;
+  luaL_checkstring(L, 1);
+  lua_settop(L, 2);
+  if (attr_of(L, 2, &a, &id)) {
+    d = perfev_decoder_new(L, 1);
+    perfev_layout_init(&d->layouts[0], a, id);
+  } else if (is_map(L, 2)) {
+    d = decoder_from_map(L, 2);
+  } else {
+    a = perfev_attr_from(L, 2);   /* a table of attr fields */
+    d = perfev_decoder_new(L, 1);
+    perfev_layout_init(&d->layouts[0], a, 0);
+  }
+  perfev_decoder_finish(L, d);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -2);
+  lua_pushinteger(L, 0);
+  lua_pushcclosure(L, decode_next, 3);
+  return 1;
+}
+
+int perfev_record_open_lib(lua_State *L)
+{
+  luaL_newmetatable(L, PERFEV_DECODER_MT);
+  lua_pushliteral(L, "perfev.decoder");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_decode);
+  lua_setfield(L, -2, "decode");
+  return 0;
+}

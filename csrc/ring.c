@@ -1,0 +1,426 @@
+/* The mmap ring buffer of a sampling event: ev:mmap(pages) and the ring
+ * userdata. Records are copied out of the ring before data_tail moves past
+ * them, so nothing handed to Lua can be overwritten by the kernel, and a
+ * record that wraps around the end of the buffer comes back whole. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include "perfev.h"
+#include "record.h"
+
+#define PERFEV_RING_MT "perfev.ring"
+/* header.size is a u16: no record is larger. */
+#define RECORD_MAX 65536
+
+struct perfev_ring {
+  struct perf_event_mmap_page *page;   /* NULL once unmapped */
+  size_t map_size;
+  const unsigned char *data;           /* the data area, data_size bytes */
+  uint64_t data_size;
+  struct perfev_event *ev;             /* kept alive by the uservalue */
+  struct perfev_decoder *dec;          /* idem */
+  unsigned char rec[RECORD_MAX];       /* the record being decoded, copied out */
+};
+
+/* ---- ev:mmap(pages) ---- */
+
+static int pages_ok(lua_Integer n)
+{
+  return n == 0 || (n > 0 && n <= (1 << 20) && (n & (n - 1)) == 0);
+}
+
+static int push_mmap_error(lua_State *L, int err)
+{
+  if (err == EPERM || err == ENOMEM)
+    return perfev_push_errno(L, err, "mmap (the ring exceeds the locked-memory limit: fewer "
+                                     "pages, or raise /proc/sys/kernel/perf_event_mlock_kb)");
+  if (err == EINVAL)
+    return perfev_push_errno(L, err, "mmap (the kernel refuses to map an inherited per-task "
+                                     "event (cpu -1); open it per CPU)");
+  return perfev_push_errno(L, err, "mmap");
+}
+
+/* Where the data area is: the page says so from Linux 4.1; before, it is
+ * the pages after the first. */
+static void ring_area(struct perfev_ring *r, size_t pagesz, size_t pages)
+{
+  uint64_t off = r->page->data_offset, size = r->page->data_size;
+  if (size == 0 || off + size > r->map_size) {
+    off = pagesz;
+    size = pages * pagesz;
+  }
+  r->data = (const unsigned char *)r->page + off;
+  r->data_size = size;
+}
+
+/* The decoder of the ring's records, from the event's attr. */
+static struct perfev_decoder *ring_decoder(lua_State *L, const struct perfev_event *ev)
+{
+  struct perfev_decoder *d = perfev_decoder_new(L, 1);
+  perfev_layout_init(&d->layouts[0], &ev->attr, ev->id);
+  perfev_decoder_finish(L, d);
+  return d;
+}
+
+/* ev:mmap([pages = 8]) -> ring | nil, message, errno */
+int perfev_ring_mmap(lua_State *L)
+{
+  struct perfev_event *ev = perfev_event_self(L);
+  lua_Integer pages = luaL_optinteger(L, 2, 8);
+  long pagesz = sysconf(_SC_PAGESIZE);
+  struct perfev_ring *r;
+  void *p;
+  luaL_argcheck(L, pages_ok(pages), 2,
+                "the number of data pages must be a power of two (1, 2, 4, 8, ... up to 2^20), "
+                "or 0 for the metadata page alone");
+  if (pagesz <= 0)
+    return perfev_push_errno(L, errno, "sysconf(_SC_PAGESIZE)");
+  r = (struct perfev_ring *)perfev_newuserdata(L, sizeof *r);
+  memset(r, 0, offsetof(struct perfev_ring, rec));
+  luaL_setmetatable(L, PERFEV_RING_MT);
+  r->map_size = ((size_t)pages + 1) * (size_t)pagesz;
+  p = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ev->fd, 0);
+  if (p == MAP_FAILED)
+    return push_mmap_error(L, errno);
+  r->page = (struct perf_event_mmap_page *)p;
+  ring_area(r, (size_t)pagesz, (size_t)pages);
+  r->ev = ev;
+  lua_createtable(L, 0, 3);   /* the uservalue keeps the events and decoder alive */
+  lua_pushvalue(L, 1);
+  lua_setfield(L, -2, "event");
+  lua_createtable(L, 1, 0);   /* events, in the order of the decoder's layouts */
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  lua_setfield(L, -2, "events");
+  r->dec = ring_decoder(L, ev);
+  lua_setfield(L, -2, "decoder");
+  perfev_setiuservalue(L, -2);
+  return 1;
+}
+
+/* ---- the ring's methods ---- */
+
+static struct perfev_ring *ring_self(lua_State *L)
+{
+  struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  if (!r->page)
+    luaL_error(L, "perfev.ring: attempt to use a closed ring");
+  return r;
+}
+
+/* Copies n bytes at ring position pos, across the end of the area. */
+static void ring_copy(const struct perfev_ring *r, uint64_t pos, unsigned char *dst, size_t n)
+{
+  size_t at = (size_t)(pos & (r->data_size - 1));
+  size_t first = (size_t)r->data_size - at < n ? (size_t)r->data_size - at : n;
+  memcpy(dst, r->data + at, first);
+  memcpy(dst + first, r->data, n - first);
+}
+
+/* The kernel's writes up to head are visible once head is read with
+ * acquire (the man page's rmb after reading data_head). */
+static uint64_t load_head(const struct perfev_ring *r)
+{
+  return __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
+}
+
+/* Hands [.., tail) back to the kernel; release orders our copies before it
+ * (the man page's mb before writing data_tail). */
+static void store_tail(struct perfev_ring *r, uint64_t tail)
+{
+  __atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* rec.event: the event of the layout the record was decoded with, when
+ * the ring carries several (upvalue 3: the events table). */
+static void set_event(lua_State *L, const struct perfev_ring *r, size_t li)
+{
+  if (r->dec->n < 2)
+    return;
+  lua_rawgeti(L, lua_upvalueindex(3), (lua_Integer)li + 1);
+  lua_setfield(L, -2, "event");
+}
+
+/* The records() iterator: upvalue 1 the ring, 2 the head when it began. */
+static int records_next(lua_State *L)
+{
+  struct perfev_ring *r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
+  uint64_t head = (uint64_t)lua_tointeger(L, lua_upvalueindex(2)), tail;
+  struct perf_event_header h;
+  if (!r->page)
+    return luaL_error(L, "perfev.ring: the ring was closed during iteration");
+  tail = r->page->data_tail;   /* only this process writes it */
+  if (tail >= head || r->data_size == 0)
+    return 0;
+  ring_copy(r, tail, (unsigned char *)&h, sizeof h);
+  if (h.size < sizeof h || h.size > head - tail) {
+    store_tail(r, head);   /* resynchronise at head, then report */
+    perfev_decode_error(L, (size_t)tail, h.type, h.size,
+                        "a record in the ring is not whole (skipped to data_head)");
+  }
+  ring_copy(r, tail, r->rec, h.size);
+  store_tail(r, tail + h.size);
+  set_event(L, r, perfev_decode_one(L, r->dec, r->rec, h.size, (size_t)tail));
+  return 1;
+}
+
+/* ring:records() -> iterator over the records available now */
+static int l_records(lua_State *L)
+{
+  struct perfev_ring *r = ring_self(L);
+  lua_settop(L, 1);
+  lua_pushinteger(L, (lua_Integer)(r->data_size ? load_head(r) : 0));
+  perfev_getiuservalue(L, 1);
+  lua_getfield(L, -1, "events");
+  lua_remove(L, -2);
+  lua_pushcclosure(L, records_next, 3);
+  return 1;
+}
+
+/* A decoder for the ring's layouts plus ev's; raises when ev's records
+ * could not be told apart from the others'. */
+static struct perfev_decoder *grown_decoder(lua_State *L, const struct perfev_decoder *old,
+                                            const struct perfev_event *ev)
+{
+  struct perfev_decoder *d = perfev_decoder_new(L, old->n + 1);
+  memcpy(d->layouts, old->layouts, old->n * sizeof old->layouts[0]);
+  perfev_layout_init(&d->layouts[old->n], &ev->attr, ev->id);
+  d->lost = old->lost;
+  perfev_decoder_finish(L, d);
+  return d;
+}
+
+/* ring:add(ev) -> true | nil, message, errno: ev's records go to this ring
+ * too (PERF_EVENT_IOC_SET_OUTPUT), and records() sets rec.event. Every
+ * event of a shared ring needs PERF_SAMPLE_IDENTIFIER (or the same id
+ * position) for its records to be told apart. */
+static int l_add(lua_State *L)
+{
+  struct perfev_ring *r = ring_self(L);
+  struct perfev_event *ev = perfev_event_check(L, 2);
+  struct perfev_decoder *d;
+  if (r->ev->fd < 0)
+    return luaL_error(L, "perfev.ring: its event is closed");
+  lua_settop(L, 2);
+  d = grown_decoder(L, r->dec, ev);   /* raises before anything changes */
+  if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, (long)r->ev->fd) < 0)
+    return perfev_push_errno(L, errno, "set_output (the events must be on the same CPU, "
+                                       "or the same task, and use the same clock)");
+  perfev_getiuservalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_setfield(L, -2, "decoder");
+  lua_getfield(L, -1, "events");
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, (lua_Integer)d->n);
+  r->dec = d;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ring:pending() -> bytes of records waiting in the ring */
+static int l_pending(lua_State *L)
+{
+  struct perfev_ring *r = ring_self(L);
+  lua_pushinteger(L, r->data_size ? (lua_Integer)(load_head(r) - r->page->data_tail) : 0);
+  return 1;
+}
+
+/* ring:lost() -> samples the kernel reported lost (LOST and LOST_SAMPLES
+ * records iterated so far) */
+static int l_lost(lua_State *L)
+{
+  lua_pushinteger(L, (lua_Integer)ring_self(L)->dec->lost);
+  return 1;
+}
+
+static long elapsed_ms(const struct timespec *t0)
+{
+  struct timespec t;
+  if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
+    return 0;
+  return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* poll(2), restarted with the time that remains when a signal interrupts. */
+static int poll_fd(int fd, int timeout, short *revents)
+{
+  struct pollfd pfd = { fd, POLLIN, 0 };
+  struct timespec t0;
+  int n, wait = timeout;
+  if (clock_gettime(CLOCK_MONOTONIC, &t0) < 0)
+    return -1;
+  while ((n = poll(&pfd, 1, wait)) < 0 && errno == EINTR) {
+    if (timeout >= 0) {
+      long left = timeout - elapsed_ms(&t0);
+      wait = left > 0 ? (int)left : 0;
+    }
+  }
+  *revents = pfd.revents;
+  return n;
+}
+
+/* ring:poll([timeout_ms = -1]) -> readable, hup. readable: records are
+ * waiting; hup: the monitored task is gone (no more records will come).
+ * timeout 0 never blocks; -1 waits without limit. */
+static int l_poll(lua_State *L)
+{
+  struct perfev_ring *r = ring_self(L);
+  lua_Integer ms = luaL_optinteger(L, 2, -1);
+  short ev = 0;
+  luaL_argcheck(L, ms >= -1 && ms <= 0x7fffffff, 2, "milliseconds, or -1 to wait without limit");
+  if (r->ev->fd < 0)
+    return luaL_error(L, "perfev.ring: its event is closed");
+  if (poll_fd(r->ev->fd, (int)ms, &ev) < 0)
+    return perfev_push_errno(L, errno, "poll");
+  if (ev & POLLNVAL)
+    return perfev_push_errno(L, EBADF, "poll");
+  lua_pushboolean(L, (ev & POLLIN) != 0 || (r->data_size && load_head(r) != r->page->data_tail));
+  lua_pushboolean(L, (ev & POLLHUP) != 0);
+  return 2;
+}
+
+/* The lock-protected fields, read consistently: the kernel bumps lock
+ * around an update, and a read that saw it move is retried. */
+struct locked { uint32_t index; int64_t offset; uint64_t enabled, running; };
+
+static void read_locked(const struct perf_event_mmap_page *pg, struct locked *out)
+{
+  uint32_t seq;
+  do {
+    seq = __atomic_load_n(&pg->lock, __ATOMIC_ACQUIRE);
+    out->index = __atomic_load_n(&pg->index, __ATOMIC_RELAXED);
+    out->offset = __atomic_load_n(&pg->offset, __ATOMIC_RELAXED);
+    out->enabled = __atomic_load_n(&pg->time_enabled, __ATOMIC_RELAXED);
+    out->running = __atomic_load_n(&pg->time_running, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  } while (__atomic_load_n(&pg->lock, __ATOMIC_RELAXED) != seq);
+}
+
+/* The bits of the capabilities word, low first. */
+static const char *const cap_names[] = {
+  "cap_bit0", "cap_bit0_is_deprecated", "cap_user_rdpmc", "cap_user_time",
+  "cap_user_time_zero", "cap_user_time_short",
+};
+
+static void set_u(lua_State *L, const char *k, uint64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* ring:info() -> the metadata page, field by field */
+static int l_info(lua_State *L)
+{
+  struct perfev_ring *r = ring_self(L);
+  const struct perf_event_mmap_page *pg = r->page;
+  struct locked lk;
+  uint64_t caps = pg->capabilities;
+  read_locked(pg, &lk);
+  lua_createtable(L, 0, 28);
+  set_u(L, "version", pg->version);
+  set_u(L, "compat_version", pg->compat_version);
+  set_u(L, "index", lk.index);
+  set_u(L, "offset", (uint64_t)lk.offset);
+  set_u(L, "time_enabled", lk.enabled);
+  set_u(L, "time_running", lk.running);
+  set_u(L, "capabilities", caps);
+  for (size_t i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++) {
+    lua_pushboolean(L, (caps >> i) & 1);
+    lua_setfield(L, -2, cap_names[i]);
+  }
+  set_u(L, "pmc_width", pg->pmc_width);
+  set_u(L, "time_shift", pg->time_shift);
+  set_u(L, "time_mult", pg->time_mult);
+  set_u(L, "time_offset", pg->time_offset);
+  set_u(L, "time_zero", pg->time_zero);
+  set_u(L, "time_cycles", pg->time_cycles);
+  set_u(L, "time_mask", pg->time_mask);
+  set_u(L, "size", pg->size);
+  set_u(L, "data_head", r->data_size ? load_head(r) : 0);
+  set_u(L, "data_tail", pg->data_tail);
+  set_u(L, "data_offset", (uint64_t)(r->data - (const unsigned char *)pg));
+  set_u(L, "data_size", r->data_size);
+  set_u(L, "aux_head", pg->aux_head);
+  set_u(L, "aux_tail", pg->aux_tail);
+  set_u(L, "aux_offset", pg->aux_offset);
+  set_u(L, "aux_size", pg->aux_size);
+  return 1;
+}
+
+/* ring:event() -> the event the ring belongs to */
+static int l_event(lua_State *L)
+{
+  perfev_self(L, PERFEV_RING_MT);
+  perfev_getiuservalue(L, 1);
+  lua_getfield(L, -1, "event");
+  return 1;
+}
+
+static void ring_unmap(struct perfev_ring *r)
+{
+  if (r->page) {
+    munmap(r->page, r->map_size);   /* fails only for a bad range: ours is not */
+    r->page = NULL;
+  }
+}
+
+static int l_close(lua_State *L)
+{
+  struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  if (r->page) {
+    void *p = r->page;
+    r->page = NULL;
+    if (munmap(p, r->map_size) < 0)
+      return perfev_push_errno(L, errno, "munmap");
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+  ring_unmap((struct perfev_ring *)perfev_self(L, PERFEV_RING_MT));
+  return 0;
+}
+
+static int l_closed(lua_State *L)
+{
+  lua_pushboolean(L, ((struct perfev_ring *)perfev_self(L, PERFEV_RING_MT))->page == NULL);
+  return 1;
+}
+
+static int l_tostring(lua_State *L)
+{
+  struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  if (!r->page)
+    lua_pushliteral(L, "perfev.ring(closed)");
+  else
+    lua_pushfstring(L, "perfev.ring(%d data bytes, %d pending)", (int)r->data_size,
+                    r->data_size ? (int)(load_head(r) - r->page->data_tail) : 0);
+  return 1;
+}
+
+int perfev_ring_open_lib(lua_State *L)
+{
+  static const luaL_Reg meta[] = {
+    { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
+  };
+  static const luaL_Reg methods[] = {
+    { "records", l_records }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
+    { "pending", l_pending }, { "event", l_event }, { "add", l_add }, { "close", l_close },
+    { "closed", l_closed }, { NULL, NULL }
+  };
+  luaL_newmetatable(L, PERFEV_RING_MT);
+  lua_pushvalue(L, -1);
+  luaL_setfuncs(L, meta, 1);
+  luaL_newlibtable(L, methods);
+  lua_pushvalue(L, -2);
+  luaL_setfuncs(L, methods, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  return 0;
+}

@@ -1,0 +1,158 @@
+-- perfev.list([filter], [opts]): the events of this machine, like `perf list`.
+--
+-- Returns a list of rows { name, kind, aliases, can_open, errno, scale, unit }
+-- sorted by kind then name; kind is "hardware", "software", "hw-cache",
+-- "pmu" or "tracepoint". can_open says whether a disabled open of the event
+-- (as perfev.parse builds it) succeeds now; probes are cached per process
+-- (opts.refresh = true probes again). The list prints like perf list.
+-- Closing a tracepoint event waits for an RCU grace period (tens of ms), so
+-- when a listing holds more than opts.max_tracepoint_probes (50)
+-- tracepoints, one of them is probed and its answer given to all (the row
+-- then has probed = "one tracepoint for all").
+--
+-- filter: nil (everything); a kind ("hw", "hardware", "sw", "software",
+-- "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
+-- names; else a substring of names. opts: sysfs, tracefs (roots), probe
+-- (false: do not probe, can_open is nil).
+local core = require "perfev.core"
+local names = require "perfev.names"
+local cache = require "perfev.cache"
+local pmu = require "perfev.pmu"
+local tracepoint = require "perfev.tracepoint"
+local parse = require "perfev.parse"
+local spec = require "perfev.spec"
+
+local M = {}
+
+local KINDS = {
+  hw = "hardware", hardware = "hardware", sw = "software", software = "software",
+  cache = "hw-cache", hwcache = "hw-cache", ["hw-cache"] = "hw-cache",
+  pmu = "pmu", tracepoint = "tracepoint",
+}
+local ORDER = { hardware = 1, software = 2, ["hw-cache"] = 3, pmu = 4, tracepoint = 5 }
+local LABEL = { hardware = "Hardware event", software = "Software event",
+                ["hw-cache"] = "Hardware cache event", pmu = "Kernel PMU event",
+                tracepoint = "Tracepoint event" }
+
+local probed = {}   -- name -> { ok, errno }
+
+local function probe(name, opts)
+  local hit = probed[name]
+  if hit and not opts.refresh then return hit[1], hit[2] end
+  local ok, t = pcall(parse.parse, name, opts)
+  local can, errno = false, nil
+  if ok and t.type then
+    local fields = {}
+    for k, v in pairs(t) do
+      if not parse.EXTRA[k] then fields[k] = v end
+    end
+    fields.disabled = true
+    local made, a = pcall(core.attr, fields)
+    if made then
+      local ev, _, e = spec.open(a, 0, -1)
+      if ev then ev:close() can = true else errno = e end
+    end
+  end
+  probed[name] = { can, errno }
+  return can, errno
+end
+
+local function rows(opts, want)
+  local list = {}
+  local function add(kind, name, extra)
+    if want and want ~= kind then return end
+    local r = { name = name, kind = kind }
+    for k, v in pairs(extra or {}) do r[k] = v end
+    list[#list + 1] = r
+  end
+  for _, pair in ipairs { { "hardware", names.hardware }, { "software", names.software } } do
+    for _, row in ipairs(pair[2]) do
+      local aliases = {}
+      for i = 3, #row do aliases[#aliases + 1] = row[i] end
+      add(pair[1], row[1], { aliases = aliases })
+    end
+  end
+  for _, ev in ipairs(cache.events()) do add("hw-cache", ev[1]) end
+  if not want or want == "pmu" then
+    for _, p in ipairs(pmu.all(opts.sysfs)) do
+      for _, n in ipairs(p.event_names) do
+        local ev = p.events[n:lower()]
+        add("pmu", p.name .. "/" .. n .. "/", { scale = ev.scale, unit = ev.unit })
+      end
+    end
+  end
+  if not want or want == "tracepoint" then
+    for _, sys in ipairs(tracepoint.subsystems(opts.tracefs) or {}) do
+      for _, e in ipairs(tracepoint.events(sys, opts.tracefs) or {}) do
+        add("tracepoint", sys .. ":" .. e)
+      end
+    end
+  end
+  return list
+end
+
+local function matches(row, filter)
+  local function any(f)
+    if f(row.name) then return true end
+    for _, a in ipairs(row.aliases or {}) do
+      if f(a) then return true end
+    end
+    return false
+  end
+  if filter:find("[%*%?]") then
+    local pat = pmu.glob_pattern(filter)
+    return any(function(n) return n:match(pat) ~= nil end)
+  end
+  return any(function(n) return n:find(filter, 1, true) ~= nil end)
+end
+
+local Listing = {}
+Listing.__index = Listing
+
+function Listing.__tostring(self)
+  local out = {}
+  for _, r in ipairs(self) do
+    local name = r.name
+    if r.aliases and #r.aliases > 0 then name = name .. " OR " .. table.concat(r.aliases, " OR ") end
+    local status = r.can_open == nil and "" or (r.can_open and "" or "  (cannot open here)")
+    local unit = r.unit and ("  [" .. r.unit .. (r.scale and (" x" .. r.scale) or "") .. "]") or ""
+    out[#out + 1] = ("  %-50s [%s]%s%s"):format(name, LABEL[r.kind], unit, status)
+  end
+  return table.concat(out, "\n")
+end
+
+-- list(filter, opts) -> rows (printable)
+function M.list(filter, opts)
+  opts = opts or {}
+  local want = filter and KINDS[filter]
+  local all = rows(opts, want)
+  local out = setmetatable({}, Listing)
+  local ntp = 0
+  for _, r in ipairs(all) do
+    if want or not filter or matches(r, filter) then
+      out[#out + 1] = r
+      if r.kind == "tracepoint" then ntp = ntp + 1 end
+    end
+  end
+  if opts.probe ~= false then
+    local one_tp
+    for _, r in ipairs(out) do
+      if r.kind == "tracepoint" and ntp > (opts.max_tracepoint_probes or 50) then
+        one_tp = one_tp or { probe(r.name, opts) }
+        r.can_open, r.errno, r.probed = one_tp[1], one_tp[2], "one tracepoint for all"
+      else
+        r.can_open, r.errno = probe(r.name, opts)
+      end
+    end
+  end
+  table.sort(out, function(a, b)
+    if a.kind ~= b.kind then return ORDER[a.kind] < ORDER[b.kind] end
+    return a.name < b.name
+  end)
+  return out
+end
+
+-- Forget the cached probes.
+function M.reset() probed = {} end
+
+return M

@@ -1,0 +1,111 @@
+-- Tracepoint ids from tracefs: <tracefs>/events/<subsystem>/<event>/id.
+-- tracefs is looked for at /sys/kernel/tracing, then /sys/kernel/debug/tracing
+-- (or at the root given); errors name the missing mount or the permission.
+local fs = require "perfev.fs"
+local pmu = require "perfev.pmu"
+
+local M = {}
+
+M.ROOTS = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" }
+
+-- root(given) -> the tracefs directory holding events/ | nil, message
+function M.root(given)
+  local roots = given and { given } or M.ROOTS
+  for _, r in ipairs(roots) do
+    if fs.isdir(r .. "/events") then return r end
+  end
+  for _, r in ipairs(roots) do
+    if fs.isdir(r) and not fs.dir(r) then
+      return nil, ("cannot read %s (permission denied? tracepoints need read access to tracefs: "
+                   .. "run as root or adjust its mode)"):format(r)
+    end
+  end
+  return nil, ("tracefs is not mounted (no events/ under %s): mount it with "
+               .. "`mount -t tracefs nodev /sys/kernel/tracing`"):format(table.concat(roots, " or "))
+end
+
+local function has_glob(s) return s:find("[%*%?]") ~= nil end
+
+-- id(subsystem, event, root) -> id | nil, message
+function M.id(sys, name, root)
+  local r, msg = M.root(root)
+  if not r then return nil, msg end
+  local path = ("%s/events/%s/%s/id"):format(r, sys, name)
+  local s, _, errno = fs.read(path)
+  if not s then
+    if errno == 13 or errno == 1 then
+      return nil, ("cannot read %s: permission denied (tracepoints need read access to tracefs)"):format(path)
+    end
+    return nil, ("unknown tracepoint '%s:%s' (no %s)"):format(sys, name, path)
+  end
+  return tonumber(s)
+end
+
+-- subsystems(root) -> sorted list of subsystem names
+function M.subsystems(root)
+  local r, msg = M.root(root)
+  if not r then return nil, msg end
+  local list = {}
+  for _, d in ipairs(fs.dir(r .. "/events") or {}) do
+    if fs.isdir(r .. "/events/" .. d) then list[#list + 1] = d end
+  end
+  return list
+end
+
+-- events(subsystem, root) -> sorted list of event names in the subsystem
+function M.events(sys, root)
+  local r, msg = M.root(root)
+  if not r then return nil, msg end
+  local list = {}
+  local base = r .. "/events/" .. sys
+  for _, d in ipairs(fs.dir(base) or {}) do
+    if fs.exists(base .. "/" .. d .. "/id") then list[#list + 1] = d end
+  end
+  return list
+end
+
+-- expand(subsystem glob, event glob, root) -> list of { sys, name, id } | nil, message
+-- Globs use * and ?. Without a glob the tracepoint must exist; with a
+-- subsystem glob, an event name without a glob must exist in every
+-- matching subsystem (as perf requires); an event glob must match at
+-- least one event. Sorted by subsystem, then event name.
+function M.expand(sys, name, root)
+  local r, msg = M.root(root)
+  if not r then return nil, msg end
+  if not has_glob(sys) and not has_glob(name) then
+    local id, err = M.id(sys, name, r)
+    if not id then return nil, err end
+    return { { sys = sys, name = name, id = id } }
+  end
+  local systems = {}
+  if has_glob(sys) then
+    local pat = pmu.glob_pattern(sys)
+    for _, s in ipairs(M.subsystems(r)) do
+      if s:match(pat) then systems[#systems + 1] = s end
+    end
+  else
+    systems[1] = sys
+  end
+  local list = {}
+  local npat = pmu.glob_pattern(name)
+  for _, s in ipairs(systems) do
+    if has_glob(name) then
+      for _, e in ipairs(M.events(s, r)) do
+        if e:match(npat) then
+          local id = M.id(s, e, r)
+          if id then list[#list + 1] = { sys = s, name = e, id = id } end
+        end
+      end
+    else
+      local id, err = M.id(s, name, r)
+      if not id then return nil, err end
+      list[#list + 1] = { sys = s, name = name, id = id }
+    end
+  end
+  if #list == 0 then
+    return nil, ("unknown tracepoint '%s:%s' (no match under %s/events)"):format(sys, name, r)
+  end
+  return list
+end
+
+return M

@@ -1,0 +1,361 @@
+-- perfev.parse against the perf tool: for every string below, perfev.parse
+-- must build the attrs `perf stat -vv -e STRING true` prints, and reject
+-- what perf rejects.
+--
+-- Compared fields (what perf's event parser decides): type, config,
+-- config1 (= bp_addr), config2 (= bp_len), bp_type, precise_ip,
+-- exclude_user, exclude_kernel, exclude_hv, exclude_idle, exclude_host,
+-- exclude_guest, pinned, exclusive. Not compared (perf stat's own
+-- additions): size, sample_type, read_format, disabled, inherit,
+-- enable_on_exec, sample_period/freq (perf stat drops period= terms).
+--
+-- perf -vv prints one attr block per open attempt. perf retries a failed
+-- open with fallbacks (cloexec, exclude_guest, precise_ip - 1, ...); a
+-- block is a new event only when the one before it opened, or perf gave up
+-- on it ("Warning: ... not supported"). When a group's hardware leader
+-- fails, perf opens no members: the comparison then covers the members
+-- perf printed. Tracepoint globs expand in directory order in perf and in
+-- name order in perfev: those are compared sorted by config.
+--
+-- Skipped, with the reason printed, when perf is absent.
+local parse = require "perfev.parse"
+local names = require "perfev.names"
+local cache = require "perfev.cache"
+local fs = require "perfev.fs"
+local tracepoint = require "perfev.tracepoint"
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
+local PERF = sh("command -v perf 2>/dev/null"):gsub("%s+$", "")
+if PERF ~= "" and sh(PERF .. " --version 2>/dev/null") == "" then PERF = "" end
+local HAVE_TRACEFS = tracepoint.root() ~= nil
+
+---------------------------------------------------------------------------
+-- the strings
+
+local accept, reject, unordered = {}, {}, {}
+local function A(s, opts)
+  accept[#accept + 1] = s
+  if opts == "unordered" then unordered[s] = true end
+end
+local function R(s) reject[#reject + 1] = s end
+
+-- generic names and every alias
+for _, kind in ipairs { names.hardware, names.software } do
+  for _, row in ipairs(kind) do
+    A(row[1])
+    for i = 3, #row do A(row[i]) end
+  end
+end
+
+-- modifiers: each one, then pairs and a few longer strings
+local SINGLE = { "u", "k", "h", "I", "G", "H", "p", "pp", "ppp", "P", "S", "D", "W", "e", "b" }
+for _, m in ipairs(SINGLE) do
+  A("cycles:" .. m)
+  A("cpu-clock:" .. m)
+end
+local PAIR = { "u", "k", "h", "G", "H", "I", "p", "D", "e" }
+for _, a in ipairs(PAIR) do
+  for _, b in ipairs(PAIR) do
+    if a ~= b then A("instructions:" .. a .. b) end
+  end
+end
+for _, m in ipairs { "ukh", "hku", "uGH", "HGu", "kHp", "pGu", "upp", "ppu", "pppu", "Dep", "ukhIGHpSDWe",
+                     "Pu", "pP", "uI", "IuG", "Sp", "bu" } do
+  A("cycles:" .. m)
+end
+A("task-clock:u")
+A("faults:k")
+for _, m in ipairs { "uu", "kk", "u:k", "x", "pppp", "PP", "DD", "ee", "GG", "II", "U", ":u", "u:" } do
+  R("cycles:" .. m)
+end
+-- an empty modifier after an event (not after a group) is accepted
+for _, s in ipairs { "cycles:", "cycles:,cs", "r1a8:", "L1-dcache-loads:", "mem:0x1000:", "mem:0x1000:w:" } do
+  A(s)
+end
+R("{cs,faults}:")
+
+-- hardware cache names, with every alias, and invalid cache/op pairs
+for _, ev in ipairs(cache.events()) do A(ev[1]) end
+local SUFFIX = { "", "-load", "-loads", "-read", "-store", "-stores", "-write", "-prefetch",
+                 "-prefetches", "-speculative-read", "-speculative-load", "-refs", "-Reference",
+                 "-ops", "-access", "-misses", "-miss", "-load-misses", "-store-miss",
+                 "-prefetch-refs", "-misses-load", "-refs-store", "-load-store",
+                 "-prefetch-prefetch", "-misses-misses" }
+for _, c in ipairs(cache.caches) do
+  for i = 1, #c do
+    if i == 1 or i >= 4 then
+      for _, suf in ipairs(SUFFIX) do
+        local s = c[i] .. suf
+        local ok = pcall(parse.parse, s)
+        if ok then A(s) else R(s) end       -- perf must agree either way
+      end
+    end
+  end
+end
+A("L1-dcache-load-misses:u")
+A("LLC-loads:pp")
+for _, s in ipairs { "l1-dcache-loads", "L1-DCACHE-LOADS", "LLC-LOADS", "LLC-Load",
+                     "L1-dcache-load-miss-miss", "L1-dcache-load-misses-x", "L1-dcache-load-misses/",
+                     "LLC-foo", "L1-dcache-", "branch-misses-load", "branch-instructions-loads",
+                     "CYCLES", "Cycles", "cpu_cycles", "CPU-CLOCK", "cyclez",
+                     "sched_switch" } do
+  R(s)
+end
+
+-- raw events
+for _, s in ipairs { "r0", "r1a8", "rabc", "r1A8", "rffffffffffffffff", "r1a8:u", "r1a8:ppp",
+                     "r003c:kH" } do
+  A(s)
+end
+for _, s in ipairs { "R1a8", "r", "rg", "r12345678901234567", "r1a8:q" } do R(s) end
+
+-- breakpoints
+for _, s in ipairs { "mem:0x1000", "mem:0x1000:r", "mem:0x1000:w", "mem:0x1000:x", "mem:0x1000:rw",
+                     "mem:0x1000:wr", "mem:0x1000:rwx", "mem:0x1000:rx", "mem:0x1000/8", "mem:0x1000/2:w",
+                     "mem:4096", "mem:0x1000/8:x", "mem:0x1000:u", "mem:0x1000:rw:u", "mem:0x1000/2:w:k",
+                     "mem:0x1000/3", "mem:0x1000/16", "mem:0", "mem:0x1000:k", "mem:0x1000:wk",
+                     "mem:010", "mem:0x1000/0x4", "mem:0x1000:rwu", "mem:0x1000:rwxuk", "mem:0x1000:up",
+                     "mem:0x1000:p", "mem:0x1000/4:rw:uk", "mem:0xffffffffffffff00:x" } do
+  A(s)
+end
+for _, s in ipairs { "mem:0x1000:kw", "mem:0x1000:rr", "mem:0x1000:xx", "mem:0x1000:u:k",
+                     "mem:0x1000/4:ru:k", "mem:0X1000", "mem:0x1000/4/", "mem:", "mem:x" } do
+  R(s)
+end
+
+-- tracepoints (tracefs must be mounted; the spec below says so when not)
+if HAVE_TRACEFS then
+  A("sched:sched_switch")
+  A("sched:sched_wakeup:u")
+  A("raw_syscalls:sys_enter:k")
+  A("sched:sched_switch,sched:sched_wakeup")
+  A("sched:sched_process_*", "unordered")
+  A("sched:*exec", "unordered")
+  A("sch*:sched_switch")
+  A("sched:sched_proc?ss_exec")
+  A("sched:sched_switch:")
+  if fs.exists((tracepoint.root()) .. "/events/syscalls/sys_enter_openat/id") then
+    A("syscalls:sys_enter_openat")
+  end
+  for _, s in ipairs { "sched:nonexist", "nope:sched_switch", "sched:", "sched:sched_switch:x",
+                       "*:sched_switch", "sched:sched_nope*", "sched:sched_switch/name=x/" } do
+    R(s)
+  end
+end
+
+-- PMUs of this machine's sysfs (software, tracepoint, breakpoint, msr, uprobe)
+for _, s in ipairs { "software/config=1/", "software/config=1/u", "software/config=0x3,config1=7,config2=9/",
+                     "software/r1/", "software/r0x3/", "software/config=1,config1/",
+                     "software/config=1,config=2/", "software/config=1,period=1000/", "software/period/",
+                     "breakpoint/config=1/", "cpu-clock/config=3/", "cpu-clock/config1=3/",
+                     "cpu-clock/name=foo/u", "cpu-clock/period=1000/", "cycles//", "r1a8/name=x/",
+                     "L1-dcache-loads/name=x/" } do
+  A(s)
+end
+local function have_pmu(p) return fs.exists("/sys/bus/event_source/devices/" .. p .. "/type") end
+if have_pmu("msr") then
+  for _, s in ipairs { "msr/tsc/", "msr/tsc/u", "msr/event=0x0/", "msr/event=1/", "msr/config=5/",
+                       "msr/tsc,config1=3/", "msr/event=0x00,name=foo/", "msr/event/",
+                       "msr/event=0x1234567890/", "msr//", "msr/config=10/", "tsc", "TSC", "tsc:u",
+                       "msr/TSC/", "msr/tsc/pp", "msr/tsc/uk", "msr/tsc,event=2/", "msr/event=2,tsc/",
+                       "msr/event=1,config=4/", "msr/config=4,event=1/", "msr/event=1,event=2/",
+                       "msr/tsc,name='a,b'/", "msr/tsc/,cs", "msr/tsc/,msr/event=1/u" } do
+    A(s)
+  end
+  for _, s in ipairs { "msr/foo/", "MSR/tsc/", "m*/tsc/", "msr/tsc/:u", "msr/tsc/x", "msr/config=0b1/",
+                       "msr/tsc" } do
+    R(s)
+  end
+end
+if have_pmu("uprobe") then
+  for _, s in ipairs { "uprobe/config=1/", "uprobe/retprobe/", "uprobe/retprobe=1,ref_ctr_offset=5/",
+                       "uprobe/retprobe=0/", "uprobe/retprobe,config=2/", "uprobe/config=2,retprobe/" } do
+    A(s)
+  end
+  R("uprobe/retprobe=2/")
+end
+if HAVE_TRACEFS then A("tracepoint/config=0x174/") end
+for _, s in ipairs { "software/cpu-clock/", "breakpoint/bp_addr=0x1000/", "nopmu/config=1/",
+                     "software/config=-1/", "cpu-clock/umask=1/", "software/config=1", "/config=1/" } do
+  R(s)
+end
+
+-- groups and lists
+for _, s in ipairs { "{cpu-clock,task-clock}", "{cycles,instructions}:u", "{cycles:k,instructions}:u",
+                     "{cpu-clock:k,task-clock}:G", "{cpu-clock:G,task-clock}:H", "{cpu-clock,task-clock:p}:k",
+                     "{cpu-clock:u,task-clock}:p", "{cpu-clock,task-clock}:S", "{cpu-clock,task-clock}:D",
+                     "{cpu-clock,task-clock}:e", "{cpu-clock,task-clock}:W", "{cpu-clock,task-clock:D}",
+                     "{cpu-clock,task-clock:e}:u", "cpu-clock,task-clock:u", "cpu-clock,{task-clock,faults}:k,cs",
+                     "{cpu-clock}", "{cpu-clock},{cs}", "{cpu-clock:u}:u", "{cpu-clock:pp}:p",
+                     "{cpu-clock:p}:pp", "{cpu-clock:I}:I", "{cpu-clock:H}:G", "group_name{cpu-clock,cs}",
+                     "cpu-clock:u,cs:k", "{cs,faults,migrations}:kH", "{cpu-clock:D,task-clock}:e",
+                     "{mem:0x1000:w,cpu-clock}:u" } do
+  A(s)
+end
+for _, s in ipairs { "{cpu-clock,task-clock}:uu", "{cpu-clock,{cs}}", "{}", "cpu-clock,", ",cpu-clock",
+                     "cpu-clock,,cs", "{cpu-clock:pp}:pp", "{cpu-clock,cs}:x", "{cpu-clock,cs}u" } do
+  R(s)
+end
+
+-- Deliberate differences from this perf (documented in the report):
+-- perf 6.1 rejects r0xNNN at the top level; newer perf accepts it and the
+-- issue asks for it. Checked on our side only.
+local DEVIATIONS = { ["r0x1a8"] = 0x1a8, ["r0x0"] = 0 }
+
+---------------------------------------------------------------------------
+-- running perf (in parallel, once) and reading its attrs
+
+local function run_all(strings)
+  local dir = sh("mktemp -d"):gsub("%s+$", "")
+  local list = dir .. "/list"
+  local f = assert(io.open(list, "wb"))
+  for i, s in ipairs(strings) do f:write(i, "\0", s, "\0") end
+  f:close()
+  sh(("xargs -0 -n 2 -P 8 sh -c '%s stat -vv -e \"$2\" true >\"$0/$1\" 2>&1; exit 0' %s < %s")
+     :format(PERF, dir, list))
+  local out = {}
+  for i = 1, #strings do out[i] = fs.read(dir .. "/" .. i) or "" end
+  sh("rm -rf " .. dir)
+  return out
+end
+
+local FIELD = {
+  type = "type", config = "config", bp_type = "bp_type", precise_ip = "precise_ip",
+  exclude_user = "exclude_user", exclude_kernel = "exclude_kernel", exclude_hv = "exclude_hv",
+  exclude_idle = "exclude_idle", exclude_host = "exclude_host", exclude_guest = "exclude_guest",
+  pinned = "pinned", exclusive = "exclusive",
+  ["{ bp_addr, config1 }"] = "config1", ["{ bp_len, config2 }"] = "config2",
+  config1 = "config1", config2 = "config2",
+}
+local COMPARED = { "type", "config", "config1", "config2", "bp_type", "precise_ip", "exclude_user",
+                   "exclude_kernel", "exclude_hv", "exclude_idle", "exclude_host", "exclude_guest",
+                   "pinned", "exclusive" }
+
+local function tonum(s)
+  if s:match("^0x") then return math.tointeger(tonumber(s:sub(3), 16)) or tonumber(s) end
+  return math.tointeger(tonumber(s))
+end
+
+-- perf's output -> list of attrs (one per event), per the rule in the header
+local function perf_attrs(out)
+  local events, cur, last_ok, gave_up = {}, nil, true, false
+  local inblock = false
+  for line in (out .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^perf_event_attr:") then
+      inblock = true
+      cur = {}
+      for _, k in ipairs(COMPARED) do cur[k] = 0 end
+    elseif inblock and line:match("^%-%-%-%-") then
+      inblock = false
+      if last_ok or gave_up then events[#events + 1] = cur end
+      last_ok, gave_up = false, false
+    elseif inblock then
+      local key, val = line:match("^  (.-)%s%s+(%S+)$")
+      if key and FIELD[key] then cur[FIELD[key]] = tonum(val) end
+    elseif line:match("^sys_perf_event_open:.* = %d+$") then
+      last_ok = true
+    elseif line:match("^Warning:") then
+      gave_up = true
+    end
+  end
+  return events
+end
+
+local function ours(t)
+  local r = {}
+  for _, k in ipairs(COMPARED) do
+    local v = t[k]
+    if k == "config1" then v = t.config1 or t.bp_addr end
+    if k == "config2" then v = t.config2 or t.bp_len end
+    if v == true then v = 1 elseif v == false or v == nil then v = 0 end
+    r[k] = v
+  end
+  return r
+end
+
+local function show(e)
+  local s = {}
+  for _, k in ipairs(COMPARED) do
+    if e[k] ~= 0 then s[#s + 1] = ("%s=%s"):format(k, k:match("config") and ("0x%x"):format(e[k]) or e[k]) end
+  end
+  return "{" .. table.concat(s, " ") .. "}"
+end
+
+local function by_config(a, b)
+  if a.type ~= b.type then return a.type < b.type end
+  return a.config < b.config
+end
+
+describe("perfev.parse against perf stat -vv", function()
+  if PERF == "" then
+    pending("perf is not installed (package linux-perf): the comparison with perf stat -vv cannot run")
+    return
+  end
+  if not HAVE_TRACEFS then
+    print("parse_perf_spec: tracefs is not mounted: tracepoint strings left out "
+          .. "(mount -t tracefs nodev /sys/kernel/tracing)")
+  end
+
+  local all = {}
+  for _, s in ipairs(accept) do all[#all + 1] = s end
+  for _, s in ipairs(reject) do all[#all + 1] = s end
+  local outputs = run_all(all)
+  local perf_out = {}
+  for i, s in ipairs(all) do perf_out[s] = outputs[i] end
+
+  it(("covers a broad list: %d accepted and %d rejected strings"):format(#accept, #reject), function()
+    assert.is_true(#accept >= 300, "accepted strings: " .. #accept)
+    assert.is_true(#reject >= 60, "rejected strings: " .. #reject)
+  end)
+
+  describe("accepted by perf", function()
+    for _, s in ipairs(accept) do
+      it(s, function()
+        local want = perf_attrs(perf_out[s])
+        assert(#want > 0, "perf did not accept '" .. s .. "':\n" .. perf_out[s])
+        local got = parse.list(s)
+        assert.is_true(#want <= #got, ("'%s': perf made %d events, perfev %d"):format(s, #want, #got))
+        if #want < #got then
+          -- only when perf stopped at a failed hardware group leader
+          assert.matches("not supported", perf_out[s], 1, true)
+        end
+        local mine = {}
+        for i, t in ipairs(got) do mine[i] = ours(t) end
+        if unordered[s] then
+          table.sort(want, by_config)
+          table.sort(mine, by_config)
+        end
+        for i = 1, #want do
+          assert.equal(show(want[i]), show(mine[i]), ("'%s' event %d"):format(s, i))
+        end
+      end)
+    end
+  end)
+
+  describe("rejected by perf", function()
+    for _, s in ipairs(reject) do
+      it(s, function()
+        assert.same({}, perf_attrs(perf_out[s]), "perf accepted '" .. s .. "'")
+        local ok, err = pcall(parse.parse, s)
+        assert.is_false(ok, "perfev accepted '" .. s .. "'")
+        assert.matches("^perfev%.parse: .+ at position %d+$", err)
+      end)
+    end
+  end)
+
+  describe("deliberate differences", function()
+    for s, config in pairs(DEVIATIONS) do
+      it(s .. " (perf 6.1 rejects it; newer perf and perfev accept it)", function()
+        local t = parse.parse(s)
+        assert.equal(4, t.type)
+        assert.equal(config, t.config)
+      end)
+    end
+  end)
+end)
