@@ -93,7 +93,7 @@ ASAN_CPATH := build/asan/?.so;build/spec/?.so
 # Busted runs under $(LUA) itself (tools/busted.lua is busted's runner);
 # --ignore-lua keeps .busted's `lua` pin from re-executing another Lua.
 BUSTED_RUN  = $(LUA) tools/busted.lua --ignore-lua
-VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full \
+VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppressions=spec/valgrind.supp \
                --errors-for-leak-kinds=definite --show-leak-kinds=definite $(VALGRIND_FLAGS)
 
 .PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck \

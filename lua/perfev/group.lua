@@ -68,14 +68,18 @@ function group:enable() return self:leader():enable(true) end
 function group:disable() return self:leader():disable(true) end
 function group:reset() return self:leader():reset(true) end
 
--- g:measure(fn, ...) -> the group's read: reset, enable, call, disable.
-function group:measure(fn, ...)
-  assert(self:reset())
-  assert(self:enable())
+-- obj:measure(fn, ...) for events and groups: reset, enable, call,
+-- disable (also when fn raises), then read.
+function M.measure(obj, fn, ...)
+  assert(obj:reset())
+  assert(obj:enable())
   local ok, err = pcall(fn, ...)
-  self:disable()
+  obj:disable()
   if not ok then error(err, 0) end
-  return self:read()
+  return obj:read()
 end
+
+-- g:measure(fn, ...) -> the group's read
+group.measure = M.measure
 
 return M

@@ -17,13 +17,15 @@ function M.attr(s)
   return spec.attr(s)
 end
 
--- The attr perfev.open uses for a spec: events open disabled and read
--- their enabled/running times, unless the spec says otherwise.
-local function open_attr(s)
+-- The attr perfev.open uses for a spec: events open disabled (members of a
+-- group enabled, so that enabling their leader starts them: the kernel does
+-- not reliably start a disabled member with its leader) and read their
+-- enabled/running times, unless the spec says otherwise.
+local function open_attr(s, in_group)
   local a, name = spec.attr(s)
   if type(s) ~= "userdata" then
     local t = type(s) == "table" and s or {}
-    if t.disabled == nil then a.disabled = true end
+    if t.disabled == nil then a.disabled = not in_group end
     if t.read_format == nil then a.read_format = READ_TIMES end
   end
   return a, name
@@ -37,7 +39,7 @@ end
 -- opts: pid (0), cpu (-1), group (event or group), flags, name.
 function M.open(s, opts)
   opts = opts or {}
-  local a, name = open_attr(s)
+  local a, name = open_attr(s, opts.group ~= nil)
   local leader = opts.group
   if type(leader) == "userdata" and leader.leader then leader = leader:leader() end
   local ev, msg, errno = spec.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
@@ -56,14 +58,7 @@ end
 local event = core.event_methods
 
 -- ev:measure(fn, ...) -> count, enabled, running: reset, enable, call, disable.
-function event:measure(fn, ...)
-  assert(self:reset())
-  assert(self:enable())
-  local ok, err = pcall(fn, ...)
-  self:disable()
-  if not ok then error(err, 0) end
-  return self:read()
-end
+event.measure = group.measure
 
 -- perfev.group(specs | "{a,b}:u" string, opts)
 function M.group(specs, opts)

@@ -47,6 +47,15 @@ end
 index(hardware, "hardware", core.TYPE.HARDWARE)
 index(software, "software", core.TYPE.SOFTWARE)
 
+-- "cpu-cycles, instructions, ...": the generic names, for error messages.
+function M.known()
+  local list = {}
+  for _, kind in ipairs { hardware, software } do
+    for _, row in ipairs(kind) do list[#list + 1] = row[1] end
+  end
+  return table.concat(list, ", ")
+end
+
 -- Canonical name for an attr's type/config, or nil.
 function M.name_of(type, config)
   local list = type == core.TYPE.HARDWARE and hardware or type == core.TYPE.SOFTWARE and software

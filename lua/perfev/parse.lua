@@ -318,14 +318,6 @@ function P:known(word, start)
   return nil
 end
 
-local function known_names()
-  local list = {}
-  for _, kind in ipairs { names.hardware, names.software } do
-    for _, row in ipairs(kind) do list[#list + 1] = row[1] end
-  end
-  return table.concat(list, ", ")
-end
-
 ---------------------------------------------------------------------------
 -- terms: key[=value] {, key[=value]} up to '/'
 
@@ -615,7 +607,7 @@ function P:event(in_group)
   if not base and c == ":" then return self:tracepoint(word, start, in_group) end
   if not base then
     fail(start, ("unknown event '%s' (expected a hardware, software or cache event, rNNN, mem:ADDR, "
-                 .. "subsys:tracepoint or pmu/terms/; generic names: %s)"):format(word, known_names()))
+                 .. "subsys:tracepoint or pmu/terms/; generic names: %s)"):format(word, names.known()))
   end
   local list = {}
   if how == "pmu" then

@@ -7,14 +7,6 @@ local parse = require "perfev.parse"
 
 local M = {}
 
-local function known_names()
-  local list = {}
-  for _, kind in ipairs { names.hardware, names.software } do
-    for _, row in ipairs(kind) do list[#list + 1] = row[1] end
-  end
-  return table.concat(list, ", ")
-end
-
 -- Fields of a spec table that are not attr fields (a parsed event's extras).
 local EXTRA = parse.EXTRA
 
@@ -23,7 +15,7 @@ local function resolve_config(fields)
   local ev = names.byname[fields.config]
   if not ev then
     error(("perfev.attr: field 'config': unknown event name '%s' (known: %s)")
-          :format(fields.config, known_names()), 4)
+          :format(fields.config, names.known()), 4)
   end
   local a = core.attr { type = fields.type or ev.type }
   if a.type ~= ev.type then
