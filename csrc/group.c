@@ -124,7 +124,7 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
 {
   const uint64_t *p = r->words + 1 + (size_t)r->has_enabled + (size_t)r->has_running;
   int counted = !r->has_running || r->running != 0;
-  int scaled = counted && r->enabled != r->running;
+  int scaled = perfev_scales(r->enabled, r->running);
   int raw = 0, lost = 0;
   if (scaled) {
     subtable(L, t, UP_RAW);

@@ -101,6 +101,12 @@ int perfev_push_read_error(lua_State *L, int err);
 void perfev_push_count(lua_State *L, const struct perfev_reading *r, const struct perfev_entry *e);
 int perfev_group_open_lib(lua_State *L);
 
+/* Whether a count with these times needs scaling: it ran only part of the
+ * time it was enabled. A time the read_format lacks reads as 0: no scaling. */
+static inline int perfev_scales(uint64_t enabled, uint64_t running)
+{
+  return running != 0 && enabled != 0 && enabled != running;
+}
 /* Scales a multiplexed count: value * enabled / running, without overflow. */
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 

@@ -6,7 +6,7 @@
 
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running)
 {
-  if (running == 0 || enabled == running)
+  if (!perfev_scales(enabled, running))
     return value;
 #ifdef __SIZEOF_INT128__
   {
@@ -100,10 +100,8 @@ void perfev_push_count(lua_State *L, const struct perfev_reading *r, const struc
 {
   if (r->has_running && r->running == 0)
     lua_pushboolean(L, 0);
-  else if (r->has_enabled && r->has_running)
-    lua_pushinteger(L, (lua_Integer)perfev_scale(e->value, r->enabled, r->running));
   else
-    lua_pushinteger(L, (lua_Integer)e->value);
+    lua_pushinteger(L, (lua_Integer)perfev_scale(e->value, r->enabled, r->running));
 }
 
 static void push_opt(lua_State *L, int has, uint64_t v)
@@ -155,10 +153,8 @@ static int read_single(lua_State *L, const struct perfev_event *ev)
     return perfev_push_read_error(L, EPROTO);
   if ((fmt & PERF_FORMAT_TOTAL_TIME_RUNNING) && running == 0)
     lua_pushboolean(L, 0);
-  else if ((fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) && (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING))
+  else
     lua_pushinteger(L, (lua_Integer)perfev_scale(w[0], enabled, running));
-  else   /* without both times there is nothing to scale by (enabled would read as 0) */
-    lua_pushinteger(L, (lua_Integer)w[0]);
   if (at == 1)
     return 1;
   push_opt(L, (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) != 0, enabled);
