@@ -224,6 +224,18 @@ static int group_arg(lua_State *L, int idx)
   return perfev_event_check(L, idx)->fd;
 }
 
+/* The kernel copies only `size` bytes (0 reads as VER0): a field set
+ * beyond them would be silently ignored, so refuse it instead. */
+static void check_size_covers(lua_State *L, const struct perfev_attr *a, uint32_t usize)
+{
+  uint32_t seen = usize ? usize : PERF_ATTR_SIZE_VER0;
+  const char *field = seen < PERFEV_ATTR_SIZE ? perfev_attr_nonzero_from(a, seen) : NULL;
+  if (field)
+    luaL_error(L, "perfev.open: attr field '%s' is set, but 'size' is %d: the kernel reads only "
+                  "the first %d bytes and would ignore it (leave 'size' alone: perfev sets it)",
+               field, (int)usize, (int)seen);
+}
+
 /* core.open(attr, pid, cpu, group, flags) */
 int perfev_open(lua_State *L)
 {
@@ -238,6 +250,7 @@ int perfev_open(lua_State *L)
     return luaL_error(L, "perfev.open: attr field 'size' is %d: it must be 0 (read as %d) or "
                          "%d..%d", (int)usize, PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_VER0,
                       PERFEV_ATTR_SIZE);
+  check_size_covers(L, a, usize);
   c.attr = a;
   c.cpu = (int)luaL_optinteger(L, 3, -1);
   c.group = group_arg(L, 4);

@@ -202,17 +202,29 @@ describe("core.open", function()
       end
     end)
 
-    -- The kernel copies `size` bytes: what lies beyond is not seen. An
-    -- invalid clockid shows it: refused at full size, unseen at size 64.
-    it("a size shorter than the fields in use: the kernel reads only `size` bytes", function()
+    -- The kernel copies `size` bytes: what lies beyond would not be seen,
+    -- so perfev refuses a field set there. An invalid clockid shows the
+    -- kernel does read it at full size.
+    it("a field set beyond `size` raises, naming the field, instead of being ignored", function()
       local full = sw(SW.TASK_CLOCK, { use_clockid = true, clockid = 12345 })
       refused(E.EINVAL, core.open(full, 0, -1))
       local short = full:clone()
       short.size = core.ATTR_SIZE.VER0
+      assert.has_error(function() core.open(short, 0, -1) end,
+        "perfev.open: attr field 'clockid' is set, but 'size' is 64: the kernel reads only the "
+        .. "first 64 bytes and would ignore it (leave 'size' alone: perfev sets it)")
+      short.size = 0   -- read as VER0 by the kernel
+      assert.has_error(function() core.open(short, 0, -1) end,
+        "perfev.open: attr field 'clockid' is set, but 'size' is 0: the kernel reads only the "
+        .. "first 64 bytes and would ignore it (leave 'size' alone: perfev sets it)")
+      short.clockid, short.use_clockid = 0, false
+      short.size = core.ATTR_SIZE.VER1
+      short.sample_regs_user = 1   -- offset 96, beyond VER1's 72 bytes
+      assert.has_error(function() core.open(short, 0, -1) end,
+        "perfev.open: attr field 'sample_regs_user' is set, but 'size' is 72: the kernel reads "
+        .. "only the first 72 bytes and would ignore it (leave 'size' alone: perfev sets it)")
+      short.sample_regs_user = 0
       local ev = assert(core.open(short, 0, -1))
-      ev:close()
-      short.sample_regs_intr = 1   -- beyond 64 bytes too
-      ev = assert(core.open(short, 0, -1))
       ev:close()
     end)
   end)
