@@ -105,6 +105,9 @@ describe("perfev.group", function()
     assert.is_true(rawequal(evs[2], g:event(2)))
     assert.is_true(rawequal(evs[2], g:event("page-faults")))
     assert.is_nil(g:event("nosuch"))
+    assert.is_true(rawequal(evs[2], g:event("faults")))          -- an alias of page-faults
+    assert.is_true(rawequal(evs[2], g:event("software/config=2/")))
+    assert.is_nil(g:event("cpu-migrations"))                      -- a valid name, not a member
     assert.equal("page-faults", evs[2]:name())
     assert.equal(core.SW.PAGE_FAULTS, evs[2]:attr().config)
     g:close()

@@ -44,12 +44,28 @@ local group = core.group_reader_methods
 
 function group:leader() return self:members()[1] end
 
--- g:event(name or position) -> the member event
+-- The member counting what event string s names (an alias such as "cs"
+-- for "context-switches"): same type and config words.
+local function member_like(m, s)
+  local ok, a = pcall(spec.attr, s)
+  if not ok then return nil end
+  for i = 1, #m do
+    local b = m[i]:attr()
+    if b.type == a.type and b.config == a.config and b.config1 == a.config1
+       and b.config2 == a.config2 then
+      return m[i]
+    end
+  end
+end
+
+-- g:event(name or position) -> the member event; a name may be any
+-- spelling of the member's event ("cs" for "context-switches").
 function group:event(k)
   local m = self:members()
   if type(k) == "number" then return m[k] end
   local i = m.byname[k]
-  return i and m[i]
+  if i then return m[i] end
+  if type(k) == "string" then return member_like(m, k) end
 end
 
 function group:events()
