@@ -165,7 +165,7 @@ demo: deps all
 lint: deps lint-lua lint-c rockspec-check
 
 lint-lua: | deps
-	luacheck $(wildcard lua spec examples bench tools)
+	luacheck $(wildcard lua spec examples bench tools fuzz)
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua).
@@ -175,10 +175,10 @@ lint-c: all spec-helpers bench-helpers cppcheck
 
 cppcheck: | $(NEED_DEPS)
 	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \
-	  echo "$(CPPCHECK) csrc spec/helper bench/helper"; \
+	  echo "$(CPPCHECK) csrc spec/helper bench/helper fuzz"; \
 	  $(CPPCHECK) --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
 	    --inline-suppr --suppress=missingIncludeSystem -D__linux__ -D__x86_64__ -D_GNU_SOURCE \
-	    -Icsrc $(wildcard csrc spec/helper bench/helper); \
+	    -Icsrc $(wildcard csrc spec/helper bench/helper fuzz); \
 	else echo "lint: $(CPPCHECK) not installed, skipped"; fi
 
 # perfev-scm-1.rockspec lists every csrc/*.c and lua/**.lua: `make rockspec`
@@ -219,6 +219,64 @@ bench: all bench-helpers
 # ---- luarocks, offline, into a temporary tree ----
 rockcheck: deps-rock
 	sh tools/rockcheck.sh '$(LUA)' '$(LUA_VERSION)' '$(LUAROCKS)' $(ROCKSPEC)
+
+# ---- fuzzing: libFuzzer (clang) over the record decoder and encode/decode ----
+# `make fuzz` runs each target for FUZZ_SECONDS from the seeds in
+# fuzz/corpus/decode (new inputs go to build/fuzz/corpus/, crashes to
+# fuzz/crashes/); `make fuzz-seed` rewrites the seeds from this machine.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   ?=
+FUZZ_CFLAGS  ?= -O1 -g
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_TARGETS := decode roundtrip
+FUZZ_BINS    := $(FUZZ_TARGETS:%=build/fuzz/%_fuzz)
+FUZZ_OBJS    := $(SRCS:csrc/%.c=build/fuzz/obj/%.o)
+FUZZ_LUA_LIBS = $(shell pkg-config --libs '$(LUA_PC)')
+
+.PHONY: fuzz fuzz-build fuzz-seed
+fuzz: fuzz-build
+	@mkdir -p fuzz/crashes
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus/$$t; \
+	  echo "== fuzz $$t: $(FUZZ_SECONDS)s"; \
+	  build/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -print_final_stats=1 \
+	    -artifact_prefix=fuzz/crashes/$$t- $(FUZZ_FLAGS) build/fuzz/corpus/$$t fuzz/corpus/decode; \
+	done
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz-seed: all
+	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) fuzz/seed.lua fuzz/corpus/decode
+
+build/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz_lua.h build/fuzz/fuzz_sources.h $(FUZZ_OBJS)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(WARNFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(LUA_CFLAGS) \
+	  -Ibuild/fuzz -o $@ $< $(FUZZ_OBJS) $(FUZZ_LUA_LIBS) -lm
+
+# clang's warnings differ from gcc's: the core's -Werror is gcc's (make lint),
+# here they are shown without stopping the fuzzer's build.
+build/fuzz/obj/%.o: csrc/%.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(BASE_CFLAGS) -Wall -Wextra $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+	  $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
+
+build/fuzz/fuzz_sources.h: fuzz/embed.lua fuzz/attrs.lua fuzz/driver.lua
+	@mkdir -p $(@D)
+	$(LUA) fuzz/embed.lua fuzz_attrs=fuzz/attrs.lua fuzz_driver=fuzz/driver.lua > $@.tmp
+	mv $@.tmp $@
+
+-include $(FUZZ_OBJS:.o=.d)
+
+# The perf.data reader: whole files through perfev.perfdata (header, attrs,
+# features, records in both orders), seeds in fuzz/corpus/perfdata.
+.PHONY: fuzz-perfdata
+fuzz: fuzz-perfdata
+fuzz-build: build/fuzz/perfdata_fuzz
+fuzz-perfdata: build/fuzz/perfdata_fuzz
+	@mkdir -p fuzz/crashes build/fuzz/corpus/perfdata
+	@echo "== fuzz perfdata: $(FUZZ_SECONDS)s"
+	build/fuzz/perfdata_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	  -artifact_prefix=fuzz/crashes/perfdata- $(FUZZ_FLAGS) build/fuzz/corpus/perfdata fuzz/corpus/perfdata
 
 # ---- install ----
 install: all

@@ -41,6 +41,10 @@ void perfev_attr_set_u64(struct perfev_attr *a, const char *field, uint64_t v);
 /* Name of the first field at or after byte offset off that is non-zero, or NULL. */
 const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off);
 int perfev_attr_open_lib(lua_State *L);   /* registers the metatable, pushes core.attr */
+/* attr_bytes.c: an attr from a file's bytes, in either byte order. */
+void perfev_attr_swap_bytes(unsigned char *raw, size_t n);
+struct perfev_attr *perfev_attr_push_bytes(lua_State *L, const unsigned char *p, size_t n, int swap);
+int perfev_attr_bytes_open_lib(lua_State *L);   /* core.attr_from_bytes */
 
 /* ---- events (event.c, open.c, read.c, group.c) ---- */
 #define PERFEV_EVENT_MT "perfev.event"
@@ -114,5 +118,11 @@ uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 int perfev_record_open_lib(lua_State *L);   /* core.decode */
 int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
 int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
+int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring_aux.c) */
+int perfev_selfread_open_lib(lua_State *L); /* core._selfread_compute (selfread.c) */
+int perfev_encode_open_lib(lua_State *L);   /* core.encode (encode*.c) */
+
+/* ---- perf.data reader (perfdata*.c) ---- */
+int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
 
 #endif

@@ -1,13 +1,19 @@
 /* The record decoder: one loop over the rows of record_layout.c, a short
  * function per kind of field, every read bounds-checked against the
- * record. Records are in the host's byte order, as the kernel writes them;
- * every access goes through memcpy, so a buffer needs no alignment. */
+ * record. Records are in the host's byte order, as the kernel writes them,
+ * or (decoder swap) in the other one, as a perf.data file from a machine
+ * of the other endianness: then every integer is byte-swapped as it is
+ * read, and strings and byte blobs are left as they are. Every access goes
+ * through memcpy, so a buffer needs no alignment. The table of a record is
+ * filled through record_table.c, which can refill one table for every
+ * record without allocating. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "record.h"
+#include "record_table.h"
 
-/* Where decoding is: the record, the region being walked, its layout. */
+/* Where decoding is: the record, the region being walked, its layout, the
+ * table being filled. */
 struct cur {
   lua_State *L;
   const unsigned char *rec;          /* the record's header */
@@ -15,7 +21,9 @@ struct cur {
   size_t off;                        /* the record's offset in the stream */
   uint32_t type;
   uint16_t misc, size;
+  int swap;
   const struct perfev_layout *l;
+  struct perfev_fill *f;             /* the record's table */
 };
 
 /* ---- errors: everything a malformed record says names its offset ---- */
@@ -55,25 +63,48 @@ static const unsigned char *take(struct cur *c, size_t n, const char *what)
   return q;
 }
 
-static uint64_t get64(struct cur *c, const char *what)
+/* Integers at p, in the host's byte order or (swap) the other one. */
+static uint64_t ld64(const unsigned char *p, int swap)
 {
   uint64_t v;
-  memcpy(&v, take(c, 8, what), 8);
-  return v;
+  memcpy(&v, p, 8);
+  return swap ? __builtin_bswap64(v) : v;
+}
+
+static uint32_t ld32(const unsigned char *p, int swap)
+{
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return swap ? __builtin_bswap32(v) : v;
+}
+
+static uint16_t ld16(const unsigned char *p, int swap)
+{
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return swap ? __builtin_bswap16(v) : v;
+}
+
+void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h)
+{
+  h->type = ld32(p, swap);
+  h->misc = ld16(p + 4, swap);
+  h->size = ld16(p + 6, swap);
+}
+
+static uint64_t get64(struct cur *c, const char *what)
+{
+  return ld64(take(c, 8, what), c->swap);
 }
 
 static uint32_t get32(struct cur *c, const char *what)
 {
-  uint32_t v;
-  memcpy(&v, take(c, 4, what), 4);
-  return v;
+  return ld32(take(c, 4, what), c->swap);
 }
 
 static uint16_t get16(struct cur *c, const char *what)
 {
-  uint16_t v;
-  memcpy(&v, take(c, 2, what), 2);
-  return v;
+  return ld16(take(c, 2, what), c->swap);
 }
 
 /* A count of items of `each` bytes that must fit in what is left. */
@@ -86,15 +117,10 @@ static uint64_t get_count(struct cur *c, size_t each, const char *what)
   return n;
 }
 
+/* t[k] = v for the table on top, k a name built here (not static). */
 static void set_int(lua_State *L, const char *k, uint64_t v)
 {
   lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_bytes(lua_State *L, const char *k, const unsigned char *p, size_t n)
-{
-  lua_pushlstring(L, (const char *)p, n);
   lua_setfield(L, -2, k);
 }
 
@@ -105,42 +131,26 @@ static void add_lower(luaL_Buffer *b, const char *s)
     luaL_addchar(b, (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s));
 }
 
-static void push_lower(lua_State *L, const char *s)
-{
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  add_lower(&b, s);
-  luaL_pushresult(&b);
-}
-
-/* t[lower(name)] = true */
-static void set_flag(lua_State *L, const char *name)
-{
-  push_lower(L, name);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-}
-
 /* ---- scalar fields ---- */
 
 static void op_u8(struct cur *c, const struct perfev_rfield *f)
 {
-  set_int(c->L, f->name, *take(c, 1, f->name));
+  perfev_fill_put_int(c->f, f->name, *take(c, 1, f->name));
 }
 
 static void op_u16(struct cur *c, const struct perfev_rfield *f)
 {
-  set_int(c->L, f->name, get16(c, f->name));
+  perfev_fill_put_int(c->f, f->name, get16(c, f->name));
 }
 
 static void op_u32(struct cur *c, const struct perfev_rfield *f)
 {
-  set_int(c->L, f->name, get32(c, f->name));
+  perfev_fill_put_int(c->f, f->name, get32(c, f->name));
 }
 
 static void op_u64(struct cur *c, const struct perfev_rfield *f)
 {
-  set_int(c->L, f->name, get64(c, f->name));
+  perfev_fill_put_int(c->f, f->name, get64(c, f->name));
 }
 
 static void op_pad32(struct cur *c, const struct perfev_rfield *f)
@@ -154,154 +164,180 @@ static void op_pad32(struct cur *c, const struct perfev_rfield *f)
 static void op_str(struct cur *c, const struct perfev_rfield *f)
 {
   const unsigned char *nul = memchr(c->p, 0, left(c));
-  set_bytes(c->L, f->name, c->p, nul ? (size_t)(nul - c->p) : left(c));
+  perfev_fill_put_bytes(c->f, f->name, c->p, nul ? (size_t)(nul - c->p) : left(c));
   c->p = c->end;
 }
 
 static void op_bytes8(struct cur *c, const struct perfev_rfield *f)
 {
-  set_bytes(c->L, f->name, take(c, 8, f->name), 8);
+  perfev_fill_put_bytes(c->f, f->name, take(c, 8, f->name), 8);
 }
 
 /* ---- composite fields ---- */
 
-/* struct read_format: one value, or a group's nr values. */
+/* struct read_format: one value, or a group's nr values. The keys depend
+ * on read_format alone: a reused table of the same layout keeps them. */
 static void read_entry(struct cur *c, uint64_t fmt)
 {
-  set_int(c->L, "value", get64(c, "read value"));
+  perfev_fill_set_int(c->f, "value", get64(c, "read value"));
   if (fmt & PERF_FORMAT_ID)
-    set_int(c->L, "id", get64(c, "read id"));
+    perfev_fill_set_int(c->f, "id", get64(c, "read id"));
   if (fmt & PERF_FORMAT_LOST)
-    set_int(c->L, "lost", get64(c, "read lost"));
+    perfev_fill_set_int(c->f, "lost", get64(c, "read lost"));
 }
 
 static void read_times(struct cur *c, uint64_t fmt)
 {
   if (fmt & PERF_FORMAT_TOTAL_TIME_ENABLED)
-    set_int(c->L, "time_enabled", get64(c, "time_enabled"));
+    perfev_fill_set_int(c->f, "time_enabled", get64(c, "time_enabled"));
   if (fmt & PERF_FORMAT_TOTAL_TIME_RUNNING)
-    set_int(c->L, "time_running", get64(c, "time_running"));
+    perfev_fill_set_int(c->f, "time_running", get64(c, "time_running"));
 }
 
 static void op_read(struct cur *c, const struct perfev_rfield *f)
 {
   lua_State *L = c->L;
   uint64_t fmt = c->l->read_format;
-  lua_createtable(L, 0, 5);
+  int here = perfev_fill_shaped(c->f, f->name, 0, 5, fmt);
   if (fmt & PERF_FORMAT_GROUP) {
     size_t each = 8 * (1 + ((fmt & PERF_FORMAT_ID) != 0) + ((fmt & PERF_FORMAT_LOST) != 0));
     uint64_t nr = get64(c, "read nr");
     read_times(c, fmt);
     if (nr > left(c) / each)
       fail(c, "read nr %llu overflows the record", (unsigned long long)nr);
-    set_int(L, "nr", nr);
+    perfev_fill_set_int(c->f, "nr", nr);
     for (uint64_t i = 0; i < nr; i++) {
-      lua_createtable(L, 0, 3);
+      perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);
       read_entry(c, fmt);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+    perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   } else {
-    set_int(L, "value", get64(c, "read value"));
+    perfev_fill_set_int(c->f, "value", get64(c, "read value"));
     read_times(c, fmt);
     if (fmt & PERF_FORMAT_ID)
-      set_int(L, "id", get64(c, "read id"));
+      perfev_fill_set_int(c->f, "id", get64(c, "read id"));
     if (fmt & PERF_FORMAT_LOST)
-      set_int(L, "lost", get64(c, "read lost"));
+      perfev_fill_set_int(c->f, "lost", get64(c, "read lost"));
   }
-  lua_setfield(L, -2, f->name);
+  perfev_fill_put_nested(c->f, f->name, here);
 }
 
-/* The segment table of a callchain: { context = "kernel", first = i, last = j }. */
-static void push_segment(lua_State *L, uint64_t marker, lua_Integer first)
+/* The name of a PERF_CONTEXT_* marker, or NULL. */
+static const char *context_name(uint64_t marker)
 {
   static const char *const names[] = { "hv", "kernel", "user", "guest", "guest_kernel",
                                        "guest_user", "user_deferred" };
   static const uint64_t markers[] = { PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER,
                                       PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL,
                                       PERF_CONTEXT_GUEST_USER, PERF_CONTEXT_USER_DEFERRED };
-  const char *name = NULL;
   for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
     if (markers[i] == marker)
-      name = names[i];
-  lua_createtable(L, 0, 3);
+      return names[i];
+  return NULL;
+}
+
+/* Fills the segment table on top: { context = "kernel", first = i, last = j }. */
+static void fill_segment(struct cur *c, uint64_t marker, lua_Integer first, lua_Integer last)
+{
+  const char *name = context_name(marker);
   if (name)
-    lua_pushstring(L, name);
+    perfev_fill_name(c->f, name);
   else
-    lua_pushinteger(L, (lua_Integer)marker);
-  lua_setfield(L, -2, "context");
-  lua_pushinteger(L, first);
-  lua_setfield(L, -2, "first");
-  lua_pushinteger(L, first - 1);   /* empty until a frame follows */
-  lua_setfield(L, -2, "last");
+    lua_pushinteger(c->L, (lua_Integer)marker);
+  perfev_fill_set(c->f, "context");
+  perfev_fill_set_int(c->f, "first", (uint64_t)first);
+  perfev_fill_set_int(c->f, "last", (uint64_t)last);   /* first - 1: empty */
 }
 
 /* rec.callchain: the addresses, without the PERF_CONTEXT_* markers, which
- * become rec.callchain_contexts, the segments they open (when present). */
+ * become rec.callchain_contexts, the segments they open (when present).
+ * A segment's table is written when it closes, once its last frame is known. */
 static void op_callchain(struct cur *c, const struct perfev_rfield *f)
 {
   lua_State *L = c->L;
-  uint64_t nr = get_count(c, 8, "callchain nr");
-  lua_Integer n = 0, nseg = 0;
-  lua_createtable(L, (int)nr, 0);   /* the chain */
-  lua_pushnil(L);                   /* its segments, created at the first marker */
+  uint64_t nr = get_count(c, 8, "callchain nr"), marker = 0;
+  lua_Integer n = 0, nseg = 0, first = 0;
+  int chain, segs = 0, segs_here = 0;
+  int here = perfev_fill_nested(c->f, f->name, nr < 256 ? (int)nr : 256, 0);
+  chain = lua_gettop(L);
   for (uint64_t i = 0; i < nr; i++) {
     uint64_t ip = get64(c, "callchain");
     if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-      if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_createtable(L, 2, 0);
+      if (!segs) {
+        segs_here = perfev_fill_nested(c->f, "callchain_contexts", 2, 0);
+        segs = lua_gettop(L);
+      } else {
+        perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
+        fill_segment(c, marker, first, n);
+        lua_rawseti(L, segs, nseg);
       }
-      push_segment(L, ip, n + 1);
-      lua_rawseti(L, -2, ++nseg);
+      marker = ip;
+      first = n + 1;
+      nseg++;
       continue;
     }
     lua_pushinteger(L, (lua_Integer)ip);
-    lua_rawseti(L, -3, ++n);
-    if (nseg > 0) {   /* the open segment grows */
-      lua_rawgeti(L, -1, nseg);
-      lua_pushinteger(L, n);
-      lua_setfield(L, -2, "last");
-      lua_pop(L, 1);
-    }
+    lua_rawseti(L, chain, ++n);
   }
-  lua_setfield(L, -3, "callchain_contexts");   /* nil: no markers */
-  lua_setfield(L, -2, f->name);
+  if (segs) {
+    perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
+    fill_segment(c, marker, first, n);
+    lua_rawseti(L, segs, nseg);
+    perfev_fill_trim(c->f, segs, "callchain_contexts", nseg);
+    perfev_fill_put_nested(c->f, "callchain_contexts", segs_here);   /* absent: no markers */
+  }
+  perfev_fill_trim(c->f, chain, NULL, n);
+  perfev_fill_put_nested(c->f, f->name, here);
 }
 
 static void op_raw(struct cur *c, const struct perfev_rfield *f)
 {
   uint32_t n = get32(c, "raw size");
-  set_bytes(c->L, f->name, take(c, n, "raw data"), n);
+  perfev_fill_put_bytes(c->f, f->name, take(c, n, "raw data"), n);
 }
 
 static void op_auxdata(struct cur *c, const struct perfev_rfield *f)
 {
   uint64_t n = get_count(c, 1, "aux size");
-  set_bytes(c->L, f->name, take(c, (size_t)n, "aux data"), (size_t)n);
+  perfev_fill_put_bytes(c->f, f->name, take(c, (size_t)n, "aux data"), (size_t)n);
 }
 
-/* The bitfields of struct perf_branch_entry's third word, low bit first. */
+/* The bitfields of struct perf_branch_entry's third word, low bit first
+ * as a little-endian machine lays them out; a big-endian one allocates
+ * them from the top bit down (the header has one declaration for both). */
 static const struct { const char *name; uint8_t bit, width, is_bool; } branch_bits[] = {
   { "mispred", 0, 1, 1 }, { "predicted", 1, 1, 1 }, { "in_tx", 2, 1, 1 }, { "abort", 3, 1, 1 },
   { "cycles", 4, 16, 0 }, { "type", 20, 4, 0 }, { "spec", 24, 2, 0 }, { "new_type", 26, 4, 0 },
   { "priv", 30, 3, 0 },
 };
 
+/* Whether the writer of the records was big-endian. */
+static int big_endian_writer(const struct cur *c)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return !c->swap;
+#else
+  return c->swap;
+#endif
+}
+
 static void branch_entry(struct cur *c)
 {
   lua_State *L = c->L;
+  int be = big_endian_writer(c);
   uint64_t flags;
-  lua_createtable(L, 0, 11);
-  set_int(L, "from", get64(c, "branch from"));
-  set_int(L, "to", get64(c, "branch to"));
+  perfev_fill_set_int(c->f, "from", get64(c, "branch from"));
+  perfev_fill_set_int(c->f, "to", get64(c, "branch to"));
   flags = get64(c, "branch flags");
   for (size_t i = 0; i < sizeof branch_bits / sizeof branch_bits[0]; i++) {
-    uint64_t v = (flags >> branch_bits[i].bit) & ((1u << branch_bits[i].width) - 1);
+    unsigned w = branch_bits[i].width, at = be ? 64 - branch_bits[i].bit - w : branch_bits[i].bit;
+    uint64_t v = (flags >> at) & (((uint64_t)1 << w) - 1);
     if (branch_bits[i].is_bool)
       lua_pushboolean(L, v != 0);
     else
       lua_pushinteger(L, (lua_Integer)v);
-    lua_setfield(L, -2, branch_bits[i].name);
+    perfev_fill_set(c->f, branch_bits[i].name);
   }
 }
 
@@ -312,25 +348,27 @@ static void op_branch(struct cur *c, const struct perfev_rfield *f)
   lua_State *L = c->L;
   uint64_t bst = c->l->branch_sample_type;
   uint64_t nr = get64(c, "branch_stack nr");
-  lua_createtable(L, nr < 64 ? (int)nr : 64, 1);
+  int here = perfev_fill_shaped(c->f, f->name, nr < 64 ? (int)nr : 64, 1, bst);
   if (bst & PERF_SAMPLE_BRANCH_HW_INDEX)
-    set_int(L, "hw_idx", get64(c, "branch_stack hw_idx"));
+    perfev_fill_set_int(c->f, "hw_idx", get64(c, "branch_stack hw_idx"));
   if (nr > left(c) / 24)
     fail(c, "branch_stack nr %llu overflows the record", (unsigned long long)nr);
   for (uint64_t i = 0; i < nr; i++) {
+    perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 11);
     branch_entry(c);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   if (bst & PERF_SAMPLE_BRANCH_COUNTERS) {
     if (nr > left(c) / 8)
       fail(c, "branch_stack counters overflow the record");
     for (uint64_t i = 0; i < nr; i++) {
       lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      set_int(L, "counters", get64(c, "branch counters"));
+      perfev_fill_set_int(c->f, "counters", get64(c, "branch counters"));
       lua_pop(L, 1);
     }
   }
-  lua_setfield(L, -2, f->name);
+  perfev_fill_put_nested(c->f, f->name, here);
 }
 
 /* The name of perf register index i: "ax", "xmm0"; an XMM register's upper
@@ -352,21 +390,30 @@ static void reg_name(int i, char *buf, size_t size)
       buf[n] = (char)(buf[n] - 'A' + 'a');
 }
 
-/* abi, then one word per bit of the mask (none when abi is NONE). */
+/* abi, then one word per bit of the mask (none when abi is NONE): a
+ * reused table of the same layout keeps its keys unless abi changed
+ * between NONE and not. */
 static void regs(struct cur *c, const char *key, uint64_t mask)
 {
   lua_State *L = c->L;
   uint64_t abi = get64(c, "regs abi");
   char name[16];
-  lua_createtable(L, 0, 8);
-  set_int(L, "abi", abi);
+  int here = perfev_fill_shaped(c->f, key, 0, 8, mask);
+  if (lua_getfield(L, -1, "abi") == LUA_TNUMBER &&
+      (lua_tointeger(L, -1) == PERF_SAMPLE_REGS_ABI_NONE) != (abi == PERF_SAMPLE_REGS_ABI_NONE)) {
+    lua_pop(L, 1);
+    perfev_fill_wipe(L, -1);
+  } else {
+    lua_pop(L, 1);
+  }
+  perfev_fill_set_int(c->f, "abi", abi);
   for (int i = 0; abi != PERF_SAMPLE_REGS_ABI_NONE && i < 64; i++) {
     if (!(mask & ((uint64_t)1 << i)))
       continue;
     reg_name(i, name, sizeof name);
     set_int(L, name, get64(c, "register"));
   }
-  lua_setfield(L, -2, key);
+  perfev_fill_put_nested(c->f, key, here);
 }
 
 static void op_regs_user(struct cur *c, const struct perfev_rfield *f)
@@ -384,30 +431,25 @@ static void op_regs_intr(struct cur *c, const struct perfev_rfield *f)
 static void op_stack(struct cur *c, const struct perfev_rfield *f)
 {
   uint64_t n = get_count(c, 1, "stack_user size");
-  set_bytes(c->L, f->name, take(c, (size_t)n, "stack_user data"), (size_t)n);
+  perfev_fill_put_bytes(c->f, f->name, take(c, (size_t)n, "stack_user data"), (size_t)n);
   if (n)
-    set_int(c->L, "dyn_size", get64(c, "stack_user dyn_size"));
+    perfev_fill_put_int(c->f, "dyn_size", get64(c, "stack_user dyn_size"));
 }
 
 /* PERF_SAMPLE_WEIGHT: one u64. WEIGHT_STRUCT: union perf_sample_weight,
- * weight = var1_dw, and var2_w, var3_w (perf's ins_lat, retire_lat). */
+ * weight = var1_dw, and var2_w, var3_w (perf's ins_lat, retire_lat). The
+ * union declares its fields in reverse on big-endian machines, so that
+ * they sit at the same bits of the u64 in either byte order. */
 static void op_weight(struct cur *c, const struct perfev_rfield *f)
 {
-  const unsigned char *p = take(c, 8, f->name);
-  uint64_t full;
-  uint32_t w1;
-  uint16_t w2, w3;
+  uint64_t v = get64(c, f->name);
   if (!(c->l->sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) {
-    memcpy(&full, p, 8);
-    set_int(c->L, f->name, full);
+    perfev_fill_put_int(c->f, f->name, v);
     return;
   }
-  memcpy(&w1, p, 4);
-  memcpy(&w2, p + 4, 2);
-  memcpy(&w3, p + 6, 2);
-  set_int(c->L, f->name, w1);
-  set_int(c->L, "var2_w", w2);
-  set_int(c->L, "var3_w", w3);
+  perfev_fill_put_int(c->f, f->name, v & 0xffffffffu);
+  perfev_fill_put_int(c->f, "var2_w", (v >> 32) & 0xffffu);
+  perfev_fill_put_int(c->f, "var3_w", v >> 48);
 }
 
 /* One field of data_src: a value name, or "a|b" for a bit set. */
@@ -439,20 +481,24 @@ static void mem_field(lua_State *L, const struct perfev_mem_field *m, uint64_t v
   lua_setfield(L, -2, m->name);
 }
 
-/* rec.data_src, and rec.mem: its fields by name ("load", "hit|l1", ...). */
+/* rec.data_src, and rec.mem: its fields by name ("load", "hit|l1", ...).
+ * union perf_mem_data_src keeps its bits in place in either byte order.
+ * Which fields are set depends on the value: a reused mem is wiped. */
 static void op_data_src(struct cur *c, const struct perfev_rfield *f)
 {
   lua_State *L = c->L;
   uint64_t v = get64(c, f->name);
-  set_int(L, f->name, v);
-  lua_createtable(L, 0, 6);
+  perfev_fill_put_int(c->f, f->name, v);
+  int here = perfev_fill_nested(c->f, "mem", 0, 6);
+  if (c->f->reuse)
+    perfev_fill_wipe(L, -1);
   for (size_t i = 0; i < perfev_mem_nfields; i++) {
     const struct perfev_mem_field *m = &perfev_mem_fields[i];
     uint64_t x = (v >> m->shift) & (((uint64_t)1 << m->width) - 1);
     if (x)
       mem_field(L, m, x);
   }
-  lua_setfield(L, -2, "mem");
+  perfev_fill_put_nested(c->f, "mem", here);
 }
 
 /* nr_namespaces, then { dev, inode } for each, in NS index order. */
@@ -461,44 +507,38 @@ static void op_namespaces(struct cur *c, const struct perfev_rfield *f)
   lua_State *L = c->L;
   const struct perfev_const_table *t = perfev_consts_get("NS");
   uint64_t nr = get_count(c, 16, "nr_namespaces");
-  lua_createtable(L, (int)nr, 0);
+  int here = perfev_fill_nested(c->f, f->name, (int)nr, 0);
   for (uint64_t i = 0; i < nr; i++) {
     const char *name = t && i < NR_NAMESPACES ? perfev_const_name(t, i) : NULL;
-    lua_createtable(L, 0, 3);
-    set_int(L, "dev", get64(c, "namespace dev"));
-    set_int(L, "inode", get64(c, "namespace inode"));
+    perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);   /* the same index, the same keys */
+    perfev_fill_set_int(c->f, "dev", get64(c, "namespace dev"));
+    perfev_fill_set_int(c->f, "inode", get64(c, "namespace inode"));
     if (name) {
-      push_lower(L, name);
+      perfev_push_lower(L, name);
       lua_setfield(L, -2, "name");
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  lua_setfield(L, -2, f->name);
+  perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
+  perfev_fill_put_nested(c->f, f->name, here);
 }
 
 /* The 24-byte union of mmap2: the device and inode, or (misc
  * MMAP_BUILD_ID) a build id of up to 20 bytes. */
 static void op_mmap2_id(struct cur *c, const struct perfev_rfield *f)
 {
-  lua_State *L = c->L;
   const unsigned char *p = take(c, 24, "mmap2 maj/min/ino");
-  uint32_t u32;
-  uint64_t u64;
   (void)f;
   if (c->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
     if (p[0] > 20)
       fail(c, "mmap2 build_id_size %d is over 20", p[0]);
-    set_bytes(L, "build_id", p + 4, p[0]);
+    perfev_fill_put_bytes(c->f, "build_id", p + 4, p[0]);
     return;
   }
-  memcpy(&u32, p, 4);
-  set_int(L, "maj", u32);
-  memcpy(&u32, p + 4, 4);
-  set_int(L, "min", u32);
-  memcpy(&u64, p + 8, 8);
-  set_int(L, "ino", u64);
-  memcpy(&u64, p + 16, 8);
-  set_int(L, "ino_generation", u64);
+  perfev_fill_put_int(c->f, "maj", ld32(p, c->swap));
+  perfev_fill_put_int(c->f, "min", ld32(p + 4, c->swap));
+  perfev_fill_put_int(c->f, "ino", ld64(p + 8, c->swap));
+  perfev_fill_put_int(c->f, "ino_generation", ld64(p + 16, c->swap));
 }
 
 /* old_len, new_len, then the old bytes and the new. */
@@ -506,8 +546,8 @@ static void op_text_poke(struct cur *c, const struct perfev_rfield *f)
 {
   uint16_t old_len = get16(c, "old_len"), new_len = get16(c, "new_len");
   (void)f;
-  set_bytes(c->L, "old_bytes", take(c, old_len, "old_bytes"), old_len);
-  set_bytes(c->L, "new_bytes", take(c, new_len, "new_bytes"), new_len);
+  perfev_fill_put_bytes(c->f, "old_bytes", take(c, old_len, "old_bytes"), old_len);
+  perfev_fill_put_bytes(c->f, "new_bytes", take(c, new_len, "new_bytes"), new_len);
 }
 
 /* flags, and a boolean for each PERF_AUX_FLAG_* bit set. */
@@ -515,11 +555,11 @@ static void op_aux_flags(struct cur *c, const struct perfev_rfield *f)
 {
   const struct perfev_const_table *t = perfev_consts_get("AUX_FLAG");
   uint64_t v = get64(c, f->name);
-  set_int(c->L, f->name, v);
+  perfev_fill_put_int(c->f, f->name, v);
   for (size_t i = 0; t && i < t->n; i++) {
     uint64_t bit = t->items[i].value;
     if ((bit & (bit - 1)) == 0 && (v & bit) && strncmp(t->items[i].name, "CORESIGHT", 9) != 0)
-      set_flag(c->L, t->items[i].name);
+      perfev_fill_put_flag(c->f, t->items[i].name);
   }
 }
 
@@ -548,16 +588,15 @@ static void walk(struct cur *c, const struct perfev_rfield *f, size_t n)
 
 static void set_misc(struct cur *c)
 {
-  lua_State *L = c->L;
-  set_int(L, "misc", c->misc);
-  lua_pushstring(L, perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK]
-                      ? perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK] : "unknown");
-  lua_setfield(L, -2, "cpumode");
+  const char *mode = perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK];
+  perfev_fill_put_int(c->f, "misc", c->misc);
+  perfev_fill_name(c->f, mode ? mode : "unknown");
+  perfev_fill_put(c->f, "cpumode");
   for (size_t i = 0; i < perfev_misc_nflags; i++) {
     const struct perfev_misc_flag *m = &perfev_misc_flags[i];
     if ((m->type == 0 || m->type == c->type) && (c->misc & m->bit)) {
-      lua_pushboolean(L, 1);
-      lua_setfield(L, -2, m->name);
+      lua_pushboolean(c->L, 1);
+      perfev_fill_put(c->f, m->name);
     }
   }
 }
@@ -580,13 +619,6 @@ static void decode_other(struct cur *c, const struct perfev_rtype *rt)
   walk(c, rt->fields, rt->nfields);
 }
 
-static uint64_t at64(const unsigned char *p)
-{
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
 /* The layout of this record: by its id when the stream has several. */
 static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
 {
@@ -597,11 +629,11 @@ static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
   if (c->type == PERF_RECORD_SAMPLE) {
     if (len < 8 * (size_t)(d->id_pos + 2))
       fail(c, "too short for the sample id");
-    id = at64(c->rec + 8 * (size_t)(d->id_pos + 1));
+    id = ld64(c->rec + 8 * (size_t)(d->id_pos + 1), d->swap);
   } else if (d->is_pos >= 0 && perfev_rtype_find(c->type) && perfev_rtype_find(c->type)->trailer) {
     if (len < 8 * (size_t)(d->is_pos + 2))
       fail(c, "too short for the sample_id trailer");
-    id = at64(c->rec + len - 8 * (size_t)(d->is_pos + 1));
+    id = ld64(c->rec + len - 8 * (size_t)(d->is_pos + 1), d->swap);
   } else {
     return 0;   /* no id: body fields do not depend on the attr */
   }
@@ -615,21 +647,24 @@ static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
 static void count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec, size_t len)
 {
   if (type == PERF_RECORD_LOST && len >= 24)
-    d->lost += at64(rec + 16);
+    d->lost += ld64(rec + 16, d->swap);
   else if (type == PERF_RECORD_LOST_SAMPLES && len >= 16)
-    d->lost += at64(rec + 8);
+    d->lost += ld64(rec + 8, d->swap);
 }
 
-size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
-                         size_t len, size_t off)
+size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
+                          const unsigned char *rec, size_t len, size_t off)
 {
   struct perf_event_header h;
+  struct perfev_fill fill;
   struct cur c;
   const struct perfev_rtype *rt;
   size_t li;
+  if (!d)   /* a caller's bug (a stream without attrs yet), said rather than crashed on */
+    luaL_error(L, "perfev.decode: no decoder for the record at offset %d", (int)off);
   if (len < sizeof h)
     perfev_decode_error(L, off, 0, len, "shorter than its 8-byte header");
-  memcpy(&h, rec, sizeof h);
+  perfev_record_header(rec, d->swap, &h);
   memset(&c, 0, sizeof c);
   c.L = L;
   c.rec = rec;
@@ -637,6 +672,8 @@ size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned 
   c.type = h.type;
   c.misc = h.misc;
   c.size = h.size;
+  c.swap = d->swap;
+  c.f = &fill;
   if (h.size < sizeof h || h.size > len)
     fail(&c, "size is outside 8..%zu", len);
   li = pick_layout(&c, d);
@@ -644,22 +681,29 @@ size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned 
   c.p = rec + sizeof h;
   c.end = rec + h.size;
   rt = perfev_rtype_find(h.type);
-  lua_createtable(L, 0, 12);
+  perfev_fill_begin(&fill, L, state, into);
   if (!rt) {   /* a type newer than this decoder: its number and bytes */
-    set_int(L, "type", h.type);
-    set_bytes(L, "data", c.p, left(&c));
+    perfev_fill_put_int(&fill, "type", h.type);
+    perfev_fill_put_bytes(&fill, "data", c.p, left(&c));
   } else {
-    lua_pushstring(L, rt->name);
-    lua_setfield(L, -2, "type");
+    perfev_fill_name(&fill, rt->name);
+    perfev_fill_put(&fill, "type");
     if (h.type == PERF_RECORD_SAMPLE)
       walk(&c, perfev_sample_fields, perfev_sample_nfields);
     else
       decode_other(&c, rt);
   }
-  set_int(L, "size", h.size);
+  perfev_fill_put_int(&fill, "size", h.size);
   set_misc(&c);
+  perfev_fill_end(&fill);
   count_lost(d, h.type, rec, h.size);
   return li;
+}
+
+size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
+                         size_t len, size_t off)
+{
+  return perfev_decode_into(L, d, 0, 0, rec, len, off);
 }
 
 /* ---- decoder state ---- */
@@ -737,11 +781,13 @@ void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d)
                     "sample_id_all)");
 }
 
-/* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }) ---- */
+/* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }, [options]) ---- */
 
 #define DECODE_UPV_BYTES lua_upvalueindex(1)
 #define DECODE_UPV_DEC lua_upvalueindex(2)
 #define DECODE_UPV_OFF lua_upvalueindex(3)
+#define DECODE_UPV_INTO lua_upvalueindex(4)
+#define DECODE_UPV_STATE lua_upvalueindex(5)
 
 static int decode_next(lua_State *L)
 {
@@ -753,12 +799,12 @@ static int decode_next(lua_State *L)
     return 0;
   if (len - off < sizeof h)
     perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
-  memcpy(&h, s + off, sizeof h);
+  perfev_record_header(s + off, d->swap, &h);
   if (h.size < sizeof h)
     perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
   if (h.size > len - off)
     perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
-  perfev_decode_one(L, d, s + off, h.size, off);
+  perfev_decode_into(L, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off);
   lua_pushinteger(L, (lua_Integer)(off + h.size));
   lua_replace(L, DECODE_UPV_OFF);
   return 1;
@@ -825,8 +871,9 @@ static int l_decode(lua_State *L)
   const struct perfev_attr *a = NULL;
   uint64_t id = 0;
   struct perfev_decoder *d;
+  int top;
   luaL_checkstring(L, 1);
-  lua_settop(L, 2);
+  lua_settop(L, 3);
   if (attr_of(L, 2, &a, &id)) {
     d = perfev_decoder_new(L, 1);
     perfev_layout_init(&d->layouts[0], a, id);
@@ -838,10 +885,14 @@ static int l_decode(lua_State *L)
     perfev_layout_init(&d->layouts[0], a, 0);
   }
   perfev_decoder_finish(L, d);
+  top = lua_gettop(L);
+  perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
   lua_pushvalue(L, 1);
-  lua_pushvalue(L, -2);
+  lua_pushvalue(L, top);
   lua_pushinteger(L, 0);
-  lua_pushcclosure(L, decode_next, 3);
+  lua_pushvalue(L, top + 1);
+  lua_pushvalue(L, top + 2);
+  lua_pushcclosure(L, decode_next, 5);
   return 1;
 }
 

@@ -80,9 +80,34 @@ struct perfev_layout {
 struct perfev_decoder {
   int id_pos;    /* u64 index of the id after a sample's header; -1: none */
   int is_pos;    /* u64 index of the id from the end of the trailer; -1: none */
+  int swap;      /* the records are in the other byte order: swap every integer */
   uint64_t lost; /* LOST and LOST_SAMPLES counts seen so far */
   size_t n;
   struct perfev_layout layouts[];
+};
+
+/* The state of one iteration over records (perfev.decode, ring:records):
+ * the key strings, interned once; and when every record is decoded into
+ * one table (the `into` option), the keys the last record set, so that
+ * the next clears those it does not set itself, and for the nested tables
+ * whose keys depend on the attr (read, branch_stack, regs) the attr value
+ * they were last filled for, so that they are refilled in place only when
+ * their keys are the same. Its user value holds the key strings (at the
+ * index of their slot in names, plus one) and the nested tables set aside. */
+#define PERFEV_REUSE_KEYS 64
+#define PERFEV_REUSE_SHAPES 8
+#define PERFEV_NAME_SLOTS 64
+struct perfev_reuse_key {
+  const char *name;
+  int lower;     /* name is a constant's upper-case name: the key is its lower case */
+};
+struct perfev_reuse {
+  int into;      /* the records go into one table */
+  int dirty;     /* that table holds keys not listed (first record, or a decode raised) */
+  size_t nkeys, nshapes;
+  struct perfev_reuse_key keys[PERFEV_REUSE_KEYS];
+  struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
+  const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
 };
 
 /* Reads what decoding needs from a. */
@@ -93,11 +118,25 @@ struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n);
  * layouts cannot share one stream. */
 void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d);
 
+/* Reads the header at p (8 bytes), byte-swapped when swap. */
+void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h);
+
 /* Decodes the record of len bytes at rec (its header included; off is
  * its offset in the stream, for messages) and pushes its table. Raises on
  * a malformed record. Returns the index of the layout used. */
 size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
                          size_t len, size_t off);
+/* The same within an iteration: state is the stack index of its state
+ * (0: none, as decode_one); with the `into` option the record is decoded
+ * into the table at index into, which is pushed holding this record's
+ * keys alone. */
+size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
+                          const unsigned char *rec, size_t len, size_t off);
+/* Reads the options table at idx ({ into = t, swap = b }; nil: none;
+ * swap is refused unless swap is not NULL, where it is stored). Pushes
+ * the into table (or nil) and a new iteration state, and returns the
+ * state. who names the caller in errors ("perfev.decode"). */
+struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap);
 
 /* Raises "perfev.decode: malformed record at offset off ...: msg". */
 void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg);

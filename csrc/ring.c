@@ -1,7 +1,9 @@
 /* The mmap ring buffer of a sampling event: ev:mmap(pages) and the ring
  * userdata. Records are copied out of the ring before data_tail moves past
  * them, so nothing handed to Lua can be overwritten by the kernel, and a
- * record that wraps around the end of the buffer comes back whole. */
+ * record that wraps around the end of the buffer comes back whole.
+ * Overwrite rings (mapped read-only) are read by ring_snapshot.c, counts
+ * through the metadata page by selfread.c, the AUX area by ring_aux.c. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -11,20 +13,7 @@
 #include <unistd.h>
 #include "perfev.h"
 #include "record.h"
-
-#define PERFEV_RING_MT "perfev.ring"
-/* header.size is a u16: no record is larger. */
-#define RECORD_MAX 65536
-
-struct perfev_ring {
-  struct perf_event_mmap_page *page;   /* NULL once unmapped */
-  size_t map_size;
-  const unsigned char *data;           /* the data area, data_size bytes */
-  uint64_t data_size;
-  struct perfev_event *ev;             /* kept alive by the uservalue */
-  struct perfev_decoder *dec;          /* idem */
-  unsigned char rec[RECORD_MAX];       /* the record being decoded, copied out */
-};
+#include "ring.h"
 
 /* ---- ev:mmap(pages) ---- */
 
@@ -66,12 +55,39 @@ static struct perfev_decoder *ring_decoder(lua_State *L, const struct perfev_eve
   return d;
 }
 
-/* ev:mmap([pages = 8]) -> ring | nil, message, errno */
+/* ev:mmap's options: { overwrite = boolean }. Returns whether to map the
+ * ring read-only. A write_backward event's ring is always one: records()
+ * could not follow a data_head that moves down, and perf maps it so too. */
+static int overwrite_opt(lua_State *L, int backward)
+{
+  int overwrite = backward;
+  if (lua_isnoneornil(L, 3))
+    return overwrite;
+  luaL_checktype(L, 3, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 3)) {
+    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "overwrite") != 0)
+      luaL_error(L, "ev:mmap: unknown option '%s' (the options are: overwrite)",
+                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+    if (!lua_isboolean(L, -1))
+      luaL_error(L, "ev:mmap: option 'overwrite' must be a boolean, not %s", luaL_typename(L, -1));
+    overwrite = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  if (backward && !overwrite)
+    luaL_error(L, "ev:mmap: a write_backward event's ring is an overwrite ring (read with "
+                  "ring:snapshot()): leave out overwrite = false");
+  return overwrite;
+}
+
+/* ev:mmap([pages = 8 [, opts]]) -> ring | nil, message, errno */
 int perfev_ring_mmap(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_self(L);
   lua_Integer pages = luaL_optinteger(L, 2, 8);
   long pagesz = sysconf(_SC_PAGESIZE);
+  int backward = perfev_attr_u64(&ev->attr, "write_backward") != 0;
+  int overwrite = overwrite_opt(L, backward);
   struct perfev_ring *r;
   void *p;
   luaL_argcheck(L, pages_ok(pages), 2,
@@ -83,10 +99,14 @@ int perfev_ring_mmap(lua_State *L)
   memset(r, 0, offsetof(struct perfev_ring, rec));
   luaL_setmetatable(L, PERFEV_RING_MT);
   r->map_size = ((size_t)pages + 1) * (size_t)pagesz;
-  p = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ev->fd, 0);
+  /* without PROT_WRITE the kernel never waits for data_tail: it overwrites */
+  p = mmap(NULL, r->map_size, overwrite ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED,
+           ev->fd, 0);
   if (p == MAP_FAILED)
     return push_mmap_error(L, errno);
   r->page = (struct perf_event_mmap_page *)p;
+  r->overwrite = overwrite;
+  r->backward = backward;
   ring_area(r, (size_t)pagesz, (size_t)pages);
   r->ev = ev;
   lua_createtable(L, 0, 3);   /* the uservalue keeps the events and decoder alive */
@@ -145,7 +165,9 @@ static void set_event(lua_State *L, const struct perfev_ring *r, size_t li)
   lua_setfield(L, -2, "event");
 }
 
-/* The records() iterator: upvalue 1 the ring, 2 the head when it began. */
+/* The records() iterator: upvalue 1 the ring, 2 the head when it began,
+ * 3 the events, 4 the table to decode every record into (nil: a new table
+ * per record), 5 the iteration state. */
 static int records_next(lua_State *L)
 {
   struct perfev_ring *r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
@@ -164,20 +186,33 @@ static int records_next(lua_State *L)
   }
   ring_copy(r, tail, r->rec, h.size);
   store_tail(r, tail + h.size);
-  set_event(L, r, perfev_decode_one(L, r->dec, r->rec, h.size, (size_t)tail));
+  set_event(L, r, perfev_decode_into(L, r->dec, lua_upvalueindex(5), lua_upvalueindex(4),
+                                     r->rec, h.size, (size_t)tail));
   return 1;
 }
 
-/* ring:records() -> iterator over the records available now */
+/* ring:records([{ into = t }]) -> iterator over the records available now */
 static int l_records(lua_State *L)
 {
   struct perfev_ring *r = ring_self(L);
-  lua_settop(L, 1);
+  lua_settop(L, 2);
+  lua_pushvalue(L, 1);
   lua_pushinteger(L, (lua_Integer)(r->data_size ? load_head(r) : 0));
   perfev_getiuservalue(L, 1);
   lua_getfield(L, -1, "events");
-  lua_remove(L, -2);
-  lua_pushcclosure(L, records_next, 3);
+  if (lua_isnil(L, 2)) {   /* upvalues 4 and 5: no table, the ring's own state (key strings) */
+    lua_pushnil(L);
+    if (lua_getfield(L, -3, "records_state") == LUA_TNIL) {
+      lua_pop(L, 2);
+      perfev_decode_options(L, 2, "ring:records", NULL);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -4, "records_state");
+    }
+  } else {                 /* the table, and a state of its own */
+    perfev_decode_options(L, 2, "ring:records", NULL);
+  }
+  lua_remove(L, -4);
+  lua_pushcclosure(L, records_next, 5);
   return 1;
 }
 
@@ -209,7 +244,8 @@ static int l_add(lua_State *L)
   d = grown_decoder(L, r->dec, ev);   /* raises before anything changes */
   if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, (long)r->ev->fd) < 0)
     return perfev_push_errno(L, errno, "set_output (the events must be on the same CPU, "
-                                       "or the same task, and use the same clock)");
+                                       "or the same task, use the same clock and the same "
+                                       "write_backward)");
   perfev_getiuservalue(L, 1);
   lua_pushvalue(L, 3);
   lua_setfield(L, -2, "decoder");
@@ -221,11 +257,25 @@ static int l_add(lua_State *L)
   return 1;
 }
 
+/* Bytes records() would read; for an overwrite ring, which has no
+ * data_tail, the bytes written so far up to a ring's worth (what a
+ * snapshot walks at most). A backward ring's head counts down from 0. */
+static uint64_t pending_bytes(const struct perfev_ring *r)
+{
+  uint64_t head, n;
+  if (!r->data_size)
+    return 0;
+  head = load_head(r);
+  if (!r->overwrite)
+    return head - r->page->data_tail;
+  n = r->backward ? (uint64_t)0 - head : head;
+  return n < r->data_size ? n : r->data_size;
+}
+
 /* ring:pending() -> bytes of records waiting in the ring */
 static int l_pending(lua_State *L)
 {
-  struct perfev_ring *r = ring_self(L);
-  lua_pushinteger(L, r->data_size ? (lua_Integer)(load_head(r) - r->page->data_tail) : 0);
+  lua_pushinteger(L, (lua_Integer)pending_bytes(ring_self(L)));
   return 1;
 }
 
@@ -278,7 +328,7 @@ static int l_poll(lua_State *L)
     return perfev_push_errno(L, errno, "poll");
   if (ev & POLLNVAL)
     return perfev_push_errno(L, EBADF, "poll");
-  lua_pushboolean(L, (ev & POLLIN) != 0 || (r->data_size && load_head(r) != r->page->data_tail));
+  lua_pushboolean(L, (ev & POLLIN) != 0 || pending_bytes(r) != 0);
   lua_pushboolean(L, (ev & POLLHUP) != 0);
   return 2;
 }
@@ -301,10 +351,11 @@ static void read_locked(const struct perf_event_mmap_page *pg, struct locked *ou
 }
 
 /* The bits of the capabilities word, low first. */
-static const char *const cap_names[] = {
+const char *const perfev_ring_cap_names[] = {
   "cap_bit0", "cap_bit0_is_deprecated", "cap_user_rdpmc", "cap_user_time",
   "cap_user_time_zero", "cap_user_time_short",
 };
+const size_t perfev_ring_ncaps = sizeof perfev_ring_cap_names / sizeof perfev_ring_cap_names[0];
 
 static void set_u(lua_State *L, const char *k, uint64_t v)
 {
@@ -328,9 +379,9 @@ static int l_info(lua_State *L)
   set_u(L, "time_enabled", lk.enabled);
   set_u(L, "time_running", lk.running);
   set_u(L, "capabilities", caps);
-  for (size_t i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++) {
+  for (size_t i = 0; i < perfev_ring_ncaps; i++) {
     lua_pushboolean(L, (caps >> i) & 1);
-    lua_setfield(L, -2, cap_names[i]);
+    lua_setfield(L, -2, perfev_ring_cap_names[i]);
   }
   set_u(L, "pmc_width", pg->pmc_width);
   set_u(L, "time_shift", pg->time_shift);
@@ -348,6 +399,10 @@ static int l_info(lua_State *L)
   set_u(L, "aux_tail", pg->aux_tail);
   set_u(L, "aux_offset", pg->aux_offset);
   set_u(L, "aux_size", pg->aux_size);
+  lua_pushboolean(L, r->overwrite);
+  lua_setfield(L, -2, "overwrite");
+  lua_pushboolean(L, r->backward);
+  lua_setfield(L, -2, "write_backward");
   return 1;
 }
 
@@ -362,6 +417,7 @@ static int l_event(lua_State *L)
 
 static void ring_unmap(struct perfev_ring *r)
 {
+  perfev_ring_aux_unmap(r);
   if (r->page) {
     munmap(r->page, r->map_size);   /* fails only for a bad range: ours is not */
     r->page = NULL;
@@ -371,6 +427,7 @@ static void ring_unmap(struct perfev_ring *r)
 static int l_close(lua_State *L)
 {
   struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  perfev_ring_aux_unmap(r);   /* the AUX area goes first, as perf unmaps it */
   if (r->page) {
     void *p = r->page;
     r->page = NULL;
@@ -399,9 +456,39 @@ static int l_tostring(lua_State *L)
   if (!r->page)
     lua_pushliteral(L, "perfev.ring(closed)");
   else
-    lua_pushfstring(L, "perfev.ring(%d data bytes, %d pending)", (int)r->data_size,
-                    r->data_size ? (int)(load_head(r) - r->page->data_tail) : 0);
+    lua_pushfstring(L, "perfev.ring(%d data bytes, %d pending%s)", (int)r->data_size,
+                    (int)pending_bytes(r),
+                    r->overwrite ? (r->backward ? ", backward" : ", overwrite") : "");
   return 1;
+}
+
+/* ---- for the other ring files (ring.h) ---- */
+
+struct perfev_ring *perfev_ring_self(lua_State *L)
+{
+  return ring_self(L);
+}
+
+struct perfev_event *perfev_ring_event(lua_State *L, const struct perfev_ring *r)
+{
+  if (r->ev->fd < 0)
+    luaL_error(L, "perfev.ring: its event is closed");
+  return r->ev;
+}
+
+uint64_t perfev_ring_head(const struct perfev_ring *r)
+{
+  return load_head(r);
+}
+
+/* records() on an overwrite ring would write data_tail into a read-only
+ * page, and could not walk a head that moves down: refused here. */
+static int l_records_checked(lua_State *L)
+{
+  if (ring_self(L)->overwrite)
+    return luaL_error(L, "perfev.ring: an overwrite ring (mmap overwrite, or write_backward) "
+                         "is read with ring:snapshot(), not records()");
+  return l_records(L);
 }
 
 int perfev_ring_open_lib(lua_State *L)
@@ -410,10 +497,12 @@ int perfev_ring_open_lib(lua_State *L)
     { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
   };
   static const luaL_Reg methods[] = {
-    { "records", l_records }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
+    { "records", l_records_checked }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
     { "pending", l_pending }, { "event", l_event }, { "add", l_add }, { "close", l_close },
-    { "closed", l_closed }, { NULL, NULL }
+    { "closed", l_closed }, { "snapshot", perfev_ring_snapshot }, { "read", perfev_ring_read },
+    { "aux", perfev_ring_aux }, { NULL, NULL }
   };
+  perfev_ring_snapshot_open_lib(L);
   luaL_newmetatable(L, PERFEV_RING_MT);
   lua_pushvalue(L, -1);
   luaL_setfuncs(L, meta, 1);

@@ -5,9 +5,15 @@
 --   lua5.4 examples/list.lua sw              -- a kind: hw, sw, cache, pmu, tracepoint
 --   lua5.4 examples/list.lua 'sched:*wak*'   -- a glob, or a substring
 --   lua5.4 examples/list.lua -e '{cs,faults}:u'   -- parse an event string
+--   lua5.4 examples/list.lua -e 'cpu-clock/period=10000,call-graph=dwarf/u'
+--   lua5.4 examples/list.lua -e 'uprobe/path=/usr/bin/ls,func=main/'   -- a uprobe
+--   lua5.4 examples/list.lua -e 'duration_time,user_time'             -- tool events
 --
 -- From the repository: LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
 local perfev = require "perfev"
+
+local HEX = { bp_addr = true, sample_type = true, sample_regs_user = true, branch_sample_type = true,
+              probe_offset = true, kprobe_addr = true }
 
 local function show(t)
   local keys = {}
@@ -17,8 +23,8 @@ local function show(t)
   for _, k in ipairs(keys) do
     local v = t[k]
     if v ~= false and not (k == "precise_ip" and v == 0) then
-      if math.type(v) == "integer" and (k:match("^config") or k == "bp_addr") then v = ("0x%x"):format(v) end
-      parts[#parts + 1] = ("%s=%s"):format(k, type(v) == "table" and "{...}" or tostring(v))
+      if math.type(v) == "integer" and (k:match("^config") or HEX[k]) then v = ("0x%x"):format(v) end
+      parts[#parts + 1] = ("%s=%s"):format(k, type(v) == "table" and show(v) or tostring(v))
     end
   end
   return "{ " .. table.concat(parts, ", ") .. " }"

@@ -203,6 +203,47 @@ for _, s in ipairs { "{cpu-clock,task-clock}:uu", "{cpu-clock,{cs}}", "{}", "cpu
   R(s)
 end
 
+-- whitespace between tokens, where perf's lexer takes it
+for _, s in ipairs { "cs, faults", "cs ,faults", " cs", "cs ", "{cs, faults}", "{ cs,faults }", "{cs,faults} :u",
+                     "cs :u", "cs: u", "cs:\tu", "cs : u", "cs: ", "cs :", "{cs , faults } : k", "{cs,faults}: u",
+                     "software/config=1, config1=2/", "software/ config=1/", "software/config = 1/",
+                     "software/config=1 /", "software/config=1/ u", "software /config=1/", "cs,  faults",
+                     "cs\t,faults", "{cs,faults}, migrations", "r1a8 :u", "L1-dcache-loads :u",
+                     "mem:0x1000 /8", "mem:0x1000/ 8", "mem: 0x1000", "mem:0x1000 :u", "mem:0x1000:w :u",
+                     "mem:0x1000:w: u", "mem:0x1000 ,cs", " mem:0x1000", "{mem:0x1000 }", "{ cs }:u",
+                     "g {cs}", "g{cs} ,faults", "cs:u ,faults", "cpu-clock/name= x/", "cpu-clock/ name=x /",
+                     "cpu-clock/ period = 100 /" } do
+  A(s)
+end
+for _, s in ipairs { "c s", "cs:u k", "r 1a8", "mem :0x1000", "mem:0x1000 :w", "mem:0x1000/8 :w",
+                     "mem:0x1000: w", "cs ,", "cpu-clock/name=a b/" } do
+  R(s)
+end
+if HAVE_TRACEFS then
+  for _, s in ipairs { "sched: sched_switch", "sched :sched_switch", "sched:sched_switch :u",
+                       "sched:sched_switch, cs" } do
+    A(s)
+  end
+end
+if have_pmu("msr") then
+  for _, s in ipairs { "msr/ tsc /", "msr/event = 1/", "msr/tsc/ ,cs" } do A(s) end
+end
+
+-- quoting: single quotes, no spaces or '/' inside; string terms take no number
+for _, s in ipairs { "cpu-clock/name='a,b'/", "cpu-clock/name='a:b'/", "cpu-clock/name='a=b.c'/" } do A(s) end
+for _, s in ipairs { 'cpu-clock/name="a,b"/', "cpu-clock/name='a/b'/", "cpu-clock/name=''/", "cpu-clock/name='a b'/",
+                     "cpu-clock/name=a'b'/", "cpu-clock/name=1/", "cpu-clock/metric-id='x y'/", "'cpu-clock'" } do
+  R(s)
+end
+
+-- tool events: perf 6.1 opens a dummy software event for each
+for _, s in ipairs { "duration_time", "user_time", "system_time", "duration_time:u", "user_time:k",
+                     "system_time:u", "cpu-clock,duration_time", "{cpu-clock,duration_time}", "{duration_time}",
+                     "duration_time,user_time" } do
+  A(s)
+end
+R("duration_time/name=x/")
+
 -- Deliberate differences from this perf (documented in the report):
 -- perf 6.1 rejects r0xNNN at the top level; newer perf accepts it and the
 -- issue asks for it. Checked on our side only.
@@ -211,14 +252,17 @@ local DEVIATIONS = { ["r0x1a8"] = 0x1a8, ["r0x0"] = 0 }
 ---------------------------------------------------------------------------
 -- running perf (in parallel, once) and reading its attrs
 
-local function run_all(strings)
+-- run_all(strings, command): perf COMMAND -vv -e STRING true for each, in
+-- parallel; "record" writes its perf.data beside the output, in the temporary directory.
+local function run_all(strings, command)
   local dir = sh("mktemp -d"):gsub("%s+$", "")
   local list = dir .. "/list"
   local f = assert(io.open(list, "wb"))
   for i, s in ipairs(strings) do f:write(i, "\0", s, "\0") end
   f:close()
-  sh(("xargs -0 -n 2 -P 8 sh -c '%s stat -vv -e \"$2\" true >\"$0/$1\" 2>&1; exit 0' %s < %s")
-     :format(PERF, dir, list))
+  local cmd = command == "record" and "record -o \"$0/$1.data\"" or "stat"
+  sh(("xargs -0 -n 2 -P 8 sh -c '%s %s -vv -e \"$2\" true >\"$0/$1\" 2>&1; exit 0' %s < %s")
+     :format(PERF, cmd, dir, list))
   local out = {}
   for i = 1, #strings do out[i] = fs.read(dir .. "/" .. i) or "" end
   sh("rm -rf " .. dir)
@@ -305,7 +349,7 @@ describe("perfev.parse against perf stat -vv", function()
   local all = {}
   for _, s in ipairs(accept) do all[#all + 1] = s end
   for _, s in ipairs(reject) do all[#all + 1] = s end
-  local outputs = run_all(all)
+  local outputs = run_all(all, "stat")
   local perf_out = {}
   for i, s in ipairs(all) do perf_out[s] = outputs[i] end
 
@@ -355,6 +399,172 @@ describe("perfev.parse against perf stat -vv", function()
         local t = parse.parse(s)
         assert.equal(4, t.type)
         assert.equal(config, t.config)
+      end)
+    end
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- Record-time terms (period, freq, call-graph, stack-size, max-stack,
+-- inherit, overwrite, time, branch_type, aux-output ...): perf stat refuses
+-- them, so they are compared with `perf record -vv -e STRING true`, as the
+-- change each string makes to the attr of its bare event (perf record adds
+-- its own defaults: IP|TID|TIME|PERIOD, freq 4000, inherit). For every
+-- field below perfev must set what perf changed, and whatever perfev sets
+-- must equal perf's value. sample_type bits perf adds must be in perfev's;
+-- perfev may set no bit perf lacks; a bit perf drops must be explained:
+-- PERIOD by a fixed period (freq = false), TIME by time=0.
+
+local rec_accept, rec_reject, rec_base = {}, {}, {}
+local function RA(s, base)
+  rec_accept[#rec_accept + 1] = s
+  rec_base[s] = base or "cpu-clock"
+end
+local function RR(s) rec_reject[#rec_reject + 1] = s end
+
+for _, t in ipairs { "period=1000", "period=0", "period=0x10", "freq=99", "freq=0", "freq=99,period=100",
+                     "period=100,freq=99", "call-graph=fp", "call-graph=dwarf", "call-graph=lbr", "call-graph=no",
+                     "call-graph=fp,call-graph=no", "call-graph=no,call-graph=fp", "call-graph=dwarf,stack-size=4096",
+                     "stack-size=4096,call-graph=dwarf", "call-graph=dwarf,stack-size=100", "stack-size=8192",
+                     "max-stack=5", "max-stack=5,call-graph=fp", "call-graph=dwarf,max-stack=3",
+                     "call-graph=lbr,max-stack=7", "inherit", "inherit=0", "inherit=1", "no-inherit", "overwrite",
+                     "overwrite=0", "no-overwrite", "time", "time=0", "time=1", "percore", "percore=0", "aux-output",
+                     "aux-output=0", "nr=5", "metric-id=x", "name=foo", "period=1000,time=0,no-inherit",
+                     "call-graph=dwarf,period=5000,overwrite", "branch_type=any,period=10" } do
+  RA("cpu-clock/" .. t .. "/")
+end
+for f in pairs(parse.BRANCH_FILTERS) do RA("cpu-clock/branch_type=" .. f .. "/") end
+for _, s in ipairs { "cpu-clock/period=1000/u", "cpu-clock/call-graph=fp/k",
+                     "cpu-clock/ period = 1000 , call-graph = fp /" } do
+  RA(s)
+end
+for _, t in ipairs { "period=2000", "freq=10", "call-graph=dwarf", "no-inherit" } do
+  RA("task-clock/" .. t .. "/", "task-clock")
+  RA("software/config=1," .. t .. "/", "software/config=1/")
+end
+for _, t in ipairs { "time=2", "percore=2", "branch_type=bogus", "branch_type=hw_index", "call-graph=dwarf,4096",
+                     "driver-config=x", "name=1", "call-graph=1", "period=abc", "branch_type=u|k" } do
+  RR("cpu-clock/" .. t .. "/")
+end
+RR("software/config=1,driver-config=x/")
+if HAVE_TRACEFS then
+  for _, t in ipairs { "call-graph=fp", "max-stack=3,no-inherit", "overwrite", "call-graph=dwarf,stack-size=512",
+                       "aux-output", "nr=3", "inherit=0" } do
+    RA("sched:sched_switch/" .. t .. "/", "sched:sched_switch")
+  end
+  RA("sched:sched_switch/call-graph=fp/u", "sched:sched_switch")
+  RA("sched:sched_switch/no-inherit/:k", "sched:sched_switch")
+  for _, t in ipairs { "period=5", "name=x", "time=0", "freq=10", "config=1", "branch_type=any" } do
+    RR("sched:sched_switch/" .. t .. "/")
+  end
+end
+
+local REC_FIELDS = {
+  ["{ sample_period, sample_freq }"] = "period", freq = "freq", inherit = "inherit",
+  write_backward = "write_backward", aux_output = "aux_output", aux_sample_size = "aux_sample_size",
+  sample_max_stack = "sample_max_stack", sample_stack_user = "sample_stack_user",
+  sample_regs_user = "sample_regs_user", exclude_callchain_user = "exclude_callchain_user",
+  mmap_data = "mmap_data", branch_sample_type = "branch_sample_type", sample_type = "sample_type",
+}
+
+local core = require "perfev.core"
+
+local function names_mask(s, enum)
+  local v = 0
+  for n in s:gmatch("[^|]+") do v = v | assert(enum[n], "unknown name " .. n) end
+  return v
+end
+
+-- the first attr block perf record printed (the event itself), by field
+local function record_attr(out)
+  local inblock, cur = false, nil
+  for line in (out .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^perf_event_attr:") then
+      inblock, cur = true, {}
+    elseif inblock and line:match("^%-%-%-%-") then
+      return cur
+    elseif inblock then
+      local key, val = line:match("^  (.-)%s%s+(%S+)$")
+      local f = key and REC_FIELDS[key]
+      if f == "sample_type" then
+        cur[f] = names_mask(val, core.SAMPLE)
+      elseif f == "branch_sample_type" then
+        cur[f] = names_mask(val, core.BRANCH)
+      elseif f then
+        cur[f] = tonum(val)
+      end
+    end
+  end
+  return nil
+end
+
+local function norm(v)
+  if v == true then return 1 elseif v == false then return 0 end
+  return v
+end
+
+-- mismatches between perf's change (base -> with) and perfev's table t
+local function record_diff(base, with, t)
+  local bad = {}
+  local mine = {}
+  for _, f in pairs(REC_FIELDS) do mine[f] = norm(t[f]) end
+  if t.freq then mine.period = t.sample_freq else mine.period = t.sample_period end
+  for _, f in pairs(REC_FIELDS) do
+    if f ~= "sample_type" then
+      local want, was = with[f] or 0, base[f] or 0
+      if (want ~= was and (mine[f] or 0) ~= want) or (want == was and mine[f] ~= nil and mine[f] ~= want) then
+        bad[#bad + 1] = ("%s: perf %s (bare event %s), perfev %s"):format(f, want, was, tostring(mine[f]))
+      end
+    end
+  end
+  local st, want, was = mine.sample_type or 0, with.sample_type or 0, base.sample_type or 0
+  local added, dropped = want & ~was, was & ~want
+  if st & added ~= added then bad[#bad + 1] = ("sample_type lacks 0x%x"):format(added & ~st) end
+  if st & ~want ~= 0 then bad[#bad + 1] = ("sample_type has 0x%x perf lacks"):format(st & ~want) end
+  local explained = 0
+  if t.freq == false then explained = explained | core.SAMPLE.PERIOD end
+  if t.terms and t.terms.time == 0 then explained = explained | core.SAMPLE.TIME end
+  if dropped & ~explained ~= 0 then bad[#bad + 1] = ("perf dropped sample_type 0x%x"):format(dropped & ~explained) end
+  return bad
+end
+
+describe("perfev.parse's record-time terms against perf record -vv", function()
+  if PERF == "" then
+    pending("perf is not installed (package linux-perf): the comparison with perf record -vv cannot run")
+    return
+  end
+  local all, seen = {}, {}
+  local function add(x)
+    if not seen[x] then
+      seen[x] = true
+      all[#all + 1] = x
+    end
+  end
+  for _, x in ipairs(rec_accept) do add(x) add(rec_base[x]) end
+  for _, x in ipairs(rec_reject) do add(x) end
+  local outputs = run_all(all, "record")
+  local out = {}
+  for i, x in ipairs(all) do out[x] = outputs[i] end
+
+  describe("accepted by perf", function()
+    for _, x in ipairs(rec_accept) do
+      it(x, function()
+        local with = record_attr(out[x])
+        assert(with, "perf record did not accept '" .. x .. "':\n" .. out[x])
+        local base = assert(record_attr(out[rec_base[x]]), "perf record: no attr for " .. rec_base[x])
+        local t = parse.parse(x)
+        assert.same({}, record_diff(base, with, t))
+      end)
+    end
+  end)
+
+  describe("rejected by perf", function()
+    for _, x in ipairs(rec_reject) do
+      it(x, function()
+        assert.is_nil(record_attr(out[x]), "perf record accepted '" .. x .. "'")
+        local ok, err = pcall(parse.parse, x)
+        assert.is_false(ok, "perfev accepted '" .. x .. "'")
+        assert.matches("^perfev%.parse: .+ at position %d+$", err)
       end)
     end
   end)

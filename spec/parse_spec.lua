@@ -173,7 +173,7 @@ describe("perfev.parse", function()
       assert.equal("pinned exclusive", bits("cycles:De"))
       assert.equal("", bits("cycles:S"))
       assert.is_true(parse.parse("cycles:S").sample_read)
-      assert.is_true(parse.parse("cycles:W").weak)
+      assert.is_true(parse.parse("cycles:W").weak_group)
       assert.is_true(parse.parse("cycles:P").precise_max)
       -- group modifiers add to each member's own
       local l = parse.parse("{cycles:k,instructions}:u")
@@ -240,6 +240,257 @@ describe("perfev.parse", function()
   end)
 end)
 
+describe("perfev.parse: whitespace and quoting", function()
+  it("takes whitespace between tokens, as perf does", function()
+    local l = parse.parse("{ cs , faults } : k")
+    assert.equal(2, #l)
+    assert.is_true(l[1].exclude_user and l[2].exclude_user)
+    assert.equal(SW.CONTEXT_SWITCHES, parse.parse(" cs :u ").config)
+    local t = parse.parse("software/ config = 3 , config1 = 2 / u")
+    assert.same({ 3, 2, true }, { t.config, t.config1, t.exclude_kernel })
+    t = parse.parse("mem: 0x1000 / 8 :u")
+    assert.same({ 0x1000, 8, core.BP_TYPE.RW, true }, { t.bp_addr, t.bp_len, t.bp_type, t.exclude_kernel })
+    assert.equal("mem:0x1000/8:u", t.name)
+    assert.equal("g", parse.parse("g {cs}")[1].group_name)
+  end)
+
+  it("not inside a name, a modifier string, or before a breakpoint's access", function()
+    fails("unexpected 'k': expected ',' or the end at position 6", "cs:u k")
+    fails("unknown event 'c'", "c s")
+    fails("expected a modifier", "mem:0x1000 :w")
+    fails("expected an event after ','", "cs ,")
+  end)
+
+  it("quotes term values with single quotes, as perf does", function()
+    assert.equal("a,b", parse.parse("cpu-clock/name='a,b'/").name)
+    fails("term values are quoted with single quotes", 'cpu-clock/name="a,b"/')
+    fails("a quoted term value cannot be empty or hold spaces or '/'", "cpu-clock/name='a b'/")
+    fails("expected a string value for 'name', found a number", "cpu-clock/name=1/")
+    fails("expected a number for 'config'", "cpu-clock/config='1'/")
+  end)
+end)
+
+describe("perfev.parse: record-time terms", function()
+  local S, B = core.SAMPLE, core.BRANCH
+  it("call-graph=dwarf, with stack-size and max-stack in any order", function()
+    local t = parse.parse("cpu-clock/stack-size=100,call-graph=dwarf,max-stack=9/")
+    assert.equal(S.CALLCHAIN | S.REGS_USER | S.STACK_USER | S.ADDR | S.DATA_SRC, t.sample_type)
+    assert.equal(0xff0fff, t.sample_regs_user)            -- x86-64 without the segment registers
+    assert.equal(104, t.sample_stack_user)                -- rounded up to 8 bytes
+    assert.same({ true, true, 9 }, { t.mmap_data, t.exclude_callchain_user, t.sample_max_stack })
+    assert.same({ ["call-graph"] = "dwarf", ["stack-size"] = 100, ["max-stack"] = 9 }, t.terms)
+    assert.equal(8192, parse.parse("cpu-clock/call-graph=dwarf/").sample_stack_user)
+  end)
+
+  it("call-graph=fp and lbr, max-stack alone, stack-size alone, call-graph=no", function()
+    assert.equal(S.CALLCHAIN, parse.parse("cpu-clock/call-graph=fp/").sample_type)
+    local t = parse.parse("cpu-clock/call-graph=lbr/")
+    assert.equal(S.CALLCHAIN | S.BRANCH_STACK, t.sample_type)
+    assert.equal(B.USER | B.CALL_STACK | B.NO_FLAGS | B.NO_CYCLES | B.HW_INDEX, t.branch_sample_type)
+    t = parse.parse("cpu-clock/max-stack=4/")
+    assert.same({ S.CALLCHAIN, 4 }, { t.sample_type, t.sample_max_stack })
+    assert.is_nil(parse.parse("cpu-clock/stack-size=4096/").sample_type)
+    assert.is_nil(parse.parse("cpu-clock/call-graph=fp,call-graph=no/").sample_type)
+  end)
+
+  it("period, freq, inherit, overwrite, time, branch_type, aux", function()
+    local t = parse.parse("cpu-clock/freq=99,period=100/")
+    assert.same({ 100, false }, { t.sample_period, t.freq })
+    assert.is_nil(t.sample_freq)
+    t = parse.parse("cpu-clock/period=100,freq=99/")
+    assert.same({ 99, true }, { t.sample_freq, t.freq })
+    assert.is_false(parse.parse("cpu-clock/no-inherit/").inherit)
+    assert.is_true(parse.parse("cpu-clock/overwrite/").write_backward)
+    assert.is_false(parse.parse("cpu-clock/no-overwrite/").write_backward)
+    assert.equal(S.TIME, parse.parse("cpu-clock/time/").sample_type)
+    assert.same({ 0, 0 }, { parse.parse("cpu-clock/time=0/").sample_type, parse.parse("cpu-clock/time=0/").terms.time })
+    t = parse.parse("cpu-clock/branch_type=u/")
+    assert.same({ B.USER | B.ANY, S.BRANCH_STACK }, { t.branch_sample_type, t.sample_type })
+    assert.equal(B.ANY_CALL, parse.parse("cpu-clock/branch_type=any_call/").branch_sample_type)
+    t = parse.parse("cpu-clock/aux-output,aux-sample-size=4096/")
+    assert.same({ true, 4096, S.AUX }, { t.aux_output, t.aux_sample_size, t.sample_type })
+    assert.equal(1, parse.parse("cpu-clock/percore/").terms.percore)
+    assert.equal("cpu-clock/period=1000/u", parse.parse("cpu-clock/period=1000/u").name)
+  end)
+
+  it("refuses values perf refuses, and call-graph modes perf only warns about", function()
+    fails("expected 0 or 1 for 'time'", "cpu-clock/time=2/")
+    fails("unknown branch filter 'bogus' (one of abort_tx, any", "cpu-clock/branch_type=bogus/")
+    -- perf 6.1 warns and ignores an unknown mode; perfev says so
+    fails("unknown call-graph mode 'bogus' (one of fp, dwarf, lbr, no) at position 22", "cpu-clock/call-graph=bogus/")
+    fails("stack-size 70000 is out of range (8..65528)", "cpu-clock/call-graph=dwarf,stack-size=70000/")
+    fails("unknown term 'driver-config'", "cpu-clock/driver-config=x/")
+  end)
+
+  it("a tracepoint takes the record-time terms perf allows it", function()
+    local TF = { tracefs = "spec/fixtures/tracefs" }
+    local t = parse.parse("sched:sched_switch/call-graph=fp,no-inherit/u", TF)
+    assert.same({ 316, S.CALLCHAIN, false, true }, { t.config, t.sample_type, t.inherit, t.exclude_kernel })
+    assert.is_true(parse.parse("sched:sched_switch/max-stack=2/:k", TF).exclude_user)
+    fails("unknown term 'period' for the tracepoint sched:sched_switch (valid terms: aux-output,",
+          "sched:sched_switch/period=5/", TF)
+  end)
+
+  it("the mapped fields open: a dwarf callchain sample carries registers and the user stack", function()
+    local ev = assert(perfev.open("cpu-clock/period=100000,call-graph=dwarf,stack-size=1024/u"))
+    local a = ev:attr()
+    assert.equal(1024, a.sample_stack_user)
+    assert.equal(S.CALLCHAIN | S.REGS_USER | S.STACK_USER | S.ADDR | S.DATA_SRC, a.sample_type)
+    local ring = assert(ev:mmap(16))
+    ev:enable()
+    require("spec.support.util").spin(3e7)
+    ev:disable()
+    local n = 0
+    for rec in ring:records() do
+      if rec.type == "sample" then
+        n = n + 1
+        assert.equal(1024, #rec.stack_user)
+        assert.is_true(rec.dyn_size > 0 and rec.dyn_size <= 1024)
+        assert.is_true(math.type(rec.regs_user.sp) == "integer" and rec.regs_user.sp ~= 0)
+        -- exclude_callchain_user leaves the user chain to the unwinder, :u the kernel's out
+        assert.equal(0, #rec.callchain)
+      end
+    end
+    assert.is_true(n > 0, "no sample")
+    ring:close()
+    ev:close()
+  end)
+end)
+
+describe("perfev.parse: tool events", function()
+  local spec = require "perfev.spec"
+  local u = require "spec.support.util"
+  local _, clock = spec.wall_clock()
+  local STEP = clock == "/proc/uptime" and 10000000 or 0       -- the wall clock's resolution
+  local TICK = 1000000000 // spec.USER_HZ
+
+  it("parse to perf's placeholder (a dummy software event) with the tool named", function()
+    for _, n in ipairs { "duration_time", "user_time", "system_time" } do
+      local t = parse.parse(n)
+      assert.same({ TYPE.SOFTWARE, SW.DUMMY, n, n }, { t.type, t.config, t.tool, t.name })
+    end
+    assert.is_true(parse.parse("user_time:u").exclude_kernel)
+    fails("the tool event 'duration_time' takes no terms", "duration_time/name=x/")
+  end)
+
+  it("open as Lua-side events: duration_time covers a sleep", function()
+    local ev = assert(perfev.open("duration_time"))
+    assert.is_false(ev:read())                      -- never enabled: not counted
+    local ns, enabled = ev:measure(u.h.sleep_ms, 20)
+    assert.is_true(ns >= 20000000 - STEP, ("slept 20 ms, measured %d ns (%s)"):format(ns, clock))
+    assert.equal(ns, enabled)
+    ev:disable()
+    assert.equal(ns, (ev:read()))                   -- disabled: the count stays
+    ev:close()
+    assert.is_true(ev:closed())
+    assert.has_error(function() ev:read() end, "perfev: attempt to use a closed event")
+  end)
+
+  it("user_time + system_time follow the kernel's task-clock, within the clock tick", function()
+    local g = assert(perfev.group { "task-clock", "user_time", "system_time", "duration_time" })
+    local r = g:measure(u.spin, 3e7)
+    local cpu = r["user_time"] + r["system_time"]
+    assert.equal(0, r["user_time"] % TICK)
+    assert.is_true(math.abs(cpu - r["task-clock"]) <= 3 * TICK,
+                   ("task-clock %d ns, user+system %d ns"):format(r["task-clock"], cpu))
+    assert.is_true(r.duration_time >= r["task-clock"] - STEP)    -- one thread: wall >= CPU
+    assert.same({ "task-clock", "user_time", "system_time", "duration_time" }, g:names())
+    assert.equal(r[2], r.raw[2])
+    g:reset()
+    assert.equal(0, g:read()[4])
+    g:close()
+  end)
+end)
+
+describe("perfev.parse: modifiers that perfev.open and perfev.group honour", function()
+  local E = { EINVAL = 22, ENOENT = 2 }
+  it("P: precise_ip 3, stepped down until the kernel accepts", function()
+    local t = parse.parse("cpu-clock:P")
+    assert.same({ 0, true }, { t.precise_ip, t.precise_max })   -- as perf stat -vv shows it
+    local ev = assert(perfev.open("cpu-clock:P"))
+    assert.equal(3, ev:attr().precise_ip)                       -- software events take any level
+    ev:close()
+    local hw, msg, errno = perfev.open("cycles:P")
+    if hw then
+      assert.is_true(hw:attr().precise_ip <= 3)
+      hw:close()
+    else
+      assert.equal(E.ENOENT, errno)
+      assert.matches("(precise_ip 3 down to 0 tried, for modifier P)", msg, 1, true)
+    end
+  end)
+
+  it("D and e: only the leader is pinned and exclusive", function()
+    local g = assert(perfev.group("{cpu-clock,task-clock}:De"))
+    local a1, a2 = g:events()[1]:attr(), g:events()[2]:attr()
+    assert.same({ 1, 1, 0, 0 }, { a1.pinned, a1.exclusive, a2.pinned, a2.exclusive })
+    local r = g:measure(function() for _ = 1, 1e5 do end end)
+    assert.is_true(r[1] > 0 and r[2] > 0)
+    g:close()
+  end)
+
+  it("W: a weak group that cannot open as a group opens its members one by one", function()
+    -- a pinned member (D on the member itself) is refused inside a group
+    local g, _, errno = perfev.group("{cpu-clock,task-clock:D}")
+    assert.is_nil(g)
+    assert.equal(E.EINVAL, errno)
+    g = assert(perfev.group("{cpu-clock,task-clock:D}:W"))
+    assert.is_true(g.split)
+    assert.is_true(parse.parse("{cs,faults}:W")[1].weak_group)
+    local r = g:measure(function() for _ = 1, 2e5 do end end)
+    assert.is_true(r[1] > 0 and r[2] > 0)
+    assert.equal(r[1], r["cpu-clock:W"])
+    assert.is_true(r.time_enabled > 0)
+    g:reset()
+    local z = g:read()
+    assert.same({ 0, 0 }, { z.raw[1], z.raw[2] })
+    g:close()
+    -- a group that opens stays a group
+    local ok = assert(perfev.group("{cpu-clock,task-clock}:W"))
+    assert.is_nil(ok.split)
+    ok:close()
+  end)
+
+  it("S: the leader samples and reads the whole group into each sample", function()
+    local g = assert(perfev.group("{cpu-clock/period=200000/,task-clock}:S"))
+    local leader, member = g:events()[1], g:events()[2]
+    assert.equal(core.SAMPLE.READ, leader:attr().sample_type & core.SAMPLE.READ)
+    assert.equal(core.FORMAT.GROUP, leader:attr().read_format & core.FORMAT.GROUP)
+    assert.same({ 0, 0, 0 }, { leader:attr().inherit, member:attr().inherit, member:attr().sample_period })
+    local ring = assert(leader:mmap(8))
+    g:enable()
+    require("spec.support.util").spin(3e7)
+    g:disable()
+    local n = 0
+    for rec in ring:records() do
+      if rec.type == "sample" then
+        n = n + 1
+        assert.equal(2, rec.read.nr)
+        assert.same({ leader:id(), member:id() }, { rec.read[1].id, rec.read[2].id })
+        assert.is_true(rec.read[2].value > 0)
+      end
+    end
+    assert.is_true(n > 0, "no sample")
+    ring:close()
+    g:close()
+  end)
+end)
+
+describe("perfev.parse: what is not supported says why", function()
+  it("perf metrics", function()
+    fails("perf metrics (-M, --metrics) are not supported", "-M IPC")
+    fails("perf's per-CPU JSON tables", "--metrics=TopdownL1")
+  end)
+
+  it("SDT markers not created by perf probe", function()
+    local err = fails("SDT event 'sdt_libc:setjmp' is not in tracefs", "sdt_libc:setjmp",
+                      { tracefs = "spec/fixtures/tracefs" })
+    assert.matches("`perf probe sdt_libc:setjmp`", err, 1, true)
+    -- the fixture's tracepoint itself parses
+    assert.equal(316, parse.parse("sched:sched_switch", { tracefs = "spec/fixtures/tracefs" }).config)
+  end)
+end)
+
 describe("perfev.list", function()
   it("lists hardware, software, cache, PMU and tracepoint events with can_open", function()
     local l = perfev.list()
@@ -265,5 +516,9 @@ describe("perfev.list", function()
     assert.is_true(#g >= 4)
     local sub = perfev.list("migrat")
     assert.equal("cpu-migrations", sub[1].name)
+    local tools = perfev.list("tool")
+    assert.equal(3, #tools)
+    assert.equal("duration_time", tools[1].name)
+    assert.matches("[Tool event]", tostring(tools), 1, true)
   end)
 end)

@@ -193,3 +193,63 @@ describe("perfev.parse on this machine's sysfs", function()
     assert.equal(1 | 5 << 32, t.config)
   end)
 end)
+
+describe("perfev.parse on a hybrid machine (fixture modelled on Alder Lake)", function()
+  local HROOT = "spec/fixtures/sysfs-hybrid/devices"
+  local function h(s) return parse.list(s, { sysfs = HROOT }) end
+  local function pick(list, ...)
+    local out = {}
+    for i, t in ipairs(list) do
+      local row = {}
+      for j, k in ipairs { ... } do row[j] = t[k] end
+      out[i] = row
+    end
+    return out
+  end
+
+  it("finds the hybrid core PMUs as perf 6.1 does (cpu_* with a cpus file)", function()
+    local cores = pmu.hybrid(HROOT)
+    assert.same({ { "cpu_core", 4, "0-15" }, { "cpu_atom", 10, "16-23" } },
+                { { cores[1].name, cores[1].type, cores[1].cpus }, { cores[2].name, cores[2].type, cores[2].cpus } })
+    assert.same({}, pmu.hybrid(ROOT))            -- an Intel `cpu` PMU is not hybrid
+  end)
+
+  it("a hardware event becomes one event per core PMU, the PMU type in config's high 32 bits", function()
+    assert.same({ { 0, 4 << 32, "cpu_core", "cpu_core/cpu-cycles/" },
+                  { 0, 10 << 32, "cpu_atom", "cpu_atom/cpu-cycles/" } },
+                pick(h("cycles"), "type", "config", "pmu", "name"))
+    assert.same({ { 0, 4 << 32 | 1, true, "cpu_core/instructions:u/" },
+                  { 0, 10 << 32 | 1, true, "cpu_atom/instructions:u/" } },
+                pick(h("instructions:u"), "type", "config", "exclude_kernel", "name"))
+    -- cache events too; raw events take the PMU's type
+    assert.same({ { 3, 4 << 32 | 0x10000 }, { 3, 10 << 32 | 0x10000 } },
+                pick(h("L1-dcache-load-misses"), "type", "config"))
+    assert.same({ { 4, 0x1a8 }, { 10, 0x1a8 } }, pick(h("r1a8:k"), "type", "config"))
+    -- software events are not per PMU
+    assert.same({ { 1, 3 } }, pick(h("cs"), "type", "config"))
+  end)
+
+  it("cpu_core/cycles/: a single generic term means that PMU's event alone", function()
+    assert.same({ { 0, 4 << 32, "cpu_core/cycles/" } }, pick(h("cpu_core/cycles/"), "type", "config", "name"))
+    assert.same({ { 0, 10 << 32 | 1, true, "cpu_atom/instructions/k" } },
+                pick(h("cpu_atom/instructions/k"), "type", "config", "exclude_user", "name"))
+    assert.same({ { 3, 4 << 32 | 2 } }, pick(h("cpu_core/LLC-loads/"), "type", "config"))
+    assert.same({ { 10, 0x1a8 } }, pick(h("cpu_atom/r1a8/"), "type", "config"))
+    -- format terms and the PMU's own aliases stay PMU events of its type
+    assert.same({ { 4, 0x3c } }, pick(h("cpu_core/event=0x3c/"), "type", "config"))
+    assert.same({ { 4, 0x13c } }, pick(h("cpu_core/event=0x3c,umask=1/"), "type", "config"))
+    assert.same({ { 10, 0x5d0, 3 } }, pick(h("cpu_atom/mem-loads/"), "type", "config", "config1"))
+    assert.same({ { 4, 0x1cd, 3 } }, pick(h("cpu_core/mem-loads/"), "type", "config", "config1"))
+  end)
+
+  it("groups and lists expand each member", function()
+    local l = h("{cycles,instructions}:k")
+    assert.equal(4, #l)
+    for _, t in ipairs(l) do
+      assert.equal(1, t.group)
+      assert.is_true(t.exclude_user)
+    end
+    assert.same({ "cpu_core/cpu-cycles:k/", "cpu_atom/cpu-cycles:k/" }, { l[1].name, l[2].name })
+    assert.equal(3, #h("cycles,cs"))
+  end)
+end)

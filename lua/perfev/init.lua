@@ -39,6 +39,9 @@ end
 -- opts: pid (0), cpu (-1), group (event or group), flags, name.
 function M.open(s, opts)
   opts = opts or {}
+  -- perf's tool events (duration_time, ...) are measured Lua-side
+  local tool = spec.tool(s)
+  if tool then return spec.tool_event(tool, opts) end
   local a, name = open_attr(s, opts.group ~= nil)
   local leader = opts.group
   if type(leader) == "userdata" and leader.leader then leader = leader:leader() end
@@ -72,5 +75,12 @@ M.parse = require("perfev.parse").parse
 M.parse_list = require("perfev.parse").list
 -- perfev.list([filter], [opts]) -> the events of this machine, like perf list
 M.list = require("perfev.list").list
+-- perfev.uprobe{ path, func | offset | addr, ret } / perfev.kprobe{ func | addr,
+-- offset, ret } -> a spec table perfev.open takes (see perfev/probe.lua)
+M.uprobe = require("perfev.probe").uprobe
+M.kprobe = require("perfev.probe").kprobe
+-- perfev.sampler(opts) -> a per-CPU sampling session over a task and its
+-- children, or a command (see perfev/sampler.lua, doc/sampler.md)
+M.sampler = require "perfev.sampler"
 
 return M

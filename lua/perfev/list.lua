@@ -1,8 +1,9 @@
 -- perfev.list([filter], [opts]): the events of this machine, like `perf list`.
 --
 -- Returns a list of rows { name, kind, aliases, can_open, errno, scale, unit }
--- sorted by kind then name; kind is "hardware", "software", "hw-cache",
--- "pmu" or "tracepoint". can_open says whether a disabled open of the event
+-- sorted by kind then name; kind is "hardware", "software", "tool",
+-- "hw-cache", "pmu" or "tracepoint" (tool events -- duration_time,
+-- user_time, system_time -- are measured Lua-side and always open). can_open says whether a disabled open of the event
 -- (as perfev.parse builds it) succeeds now; probes are cached per process
 -- (opts.refresh = true probes again). The list prints like perf list.
 -- Closing a tracepoint event waits for an RCU grace period (tens of ms), so
@@ -11,7 +12,7 @@
 -- then has probed = "one tracepoint for all").
 --
 -- filter: nil (everything); a kind ("hw", "hardware", "sw", "software",
--- "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
+-- "tool", "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
 -- names; else a substring of names. opts: sysfs, tracefs (roots), probe
 -- (false: do not probe, can_open is nil).
 local core = require "perfev.core"
@@ -25,12 +26,12 @@ local spec = require "perfev.spec"
 local M = {}
 
 local KINDS = {
-  hw = "hardware", hardware = "hardware", sw = "software", software = "software",
+  hw = "hardware", hardware = "hardware", sw = "software", software = "software", tool = "tool",
   cache = "hw-cache", hwcache = "hw-cache", ["hw-cache"] = "hw-cache",
   pmu = "pmu", tracepoint = "tracepoint",
 }
-local ORDER = { hardware = 1, software = 2, ["hw-cache"] = 3, pmu = 4, tracepoint = 5 }
-local LABEL = { hardware = "Hardware event", software = "Software event",
+local ORDER = { hardware = 1, software = 2, tool = 3, ["hw-cache"] = 4, pmu = 5, tracepoint = 6 }
+local LABEL = { hardware = "Hardware event", software = "Software event", tool = "Tool event",
                 ["hw-cache"] = "Hardware cache event", pmu = "Kernel PMU event",
                 tracepoint = "Tracepoint event" }
 
@@ -72,6 +73,7 @@ local function rows(opts, want)
       add(pair[1], row[1], { aliases = aliases })
     end
   end
+  for _, row in ipairs(names.tool) do add("tool", row[1], { what = row[2] }) end
   for _, ev in ipairs(cache.events()) do add("hw-cache", ev[1]) end
   if not want or want == "pmu" then
     for _, p in ipairs(pmu.all(opts.sysfs)) do

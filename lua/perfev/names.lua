@@ -34,7 +34,16 @@ local software = {
   { "cgroup-switches", SW.CGROUP_SWITCHES },
 }
 
-local M = { hardware = hardware, software = software, byname = {} }
+-- perf's tool events: measured by the tool, not the kernel (perf 6.1 opens
+-- a dummy software event in their place). { name, what it measures }
+local tool = {
+  { "duration_time", "wall-clock nanoseconds while enabled" },
+  { "user_time", "user-mode CPU nanoseconds of this process while enabled" },
+  { "system_time", "kernel-mode CPU nanoseconds of this process while enabled" },
+}
+
+local M = { hardware = hardware, software = software, tool = tool, byname = {}, tool_byname = {} }
+for _, row in ipairs(tool) do M.tool_byname[row[1]] = { name = row[1], what = row[2] } end
 
 local function index(list, kind, type)
   for _, row in ipairs(list) do

@@ -155,6 +155,27 @@ function M.set_term(p, term, value, fields)
   return true
 end
 
+-- hybrid(root) -> the hybrid core PMUs (cpu_core, cpu_atom), cpu_core
+-- first; empty on other machines. As perf 6.1 decides it: a PMU whose name
+-- starts with "cpu_" and whose `cpus` file lists CPUs.
+function M.hybrid(root)
+  local c, r = root_cache(root)
+  if not c.hybrid then
+    local list = {}
+    for _, n in ipairs(M.names(root)) do
+      local cpus = n:match("^cpu_") and fs.read(r .. "/" .. n .. "/cpus")
+      local p = cpus and cpus:match("^%d") and M.get(n, root)
+      if p then
+        p.cpus = cpus
+        list[#list + 1] = p
+      end
+    end
+    table.sort(list, function(a, b) return a.name > b.name end)
+    c.hybrid = list
+  end
+  return c.hybrid
+end
+
 -- event(pmu, name) -> the named event of the PMU (case-insensitive) | nil
 function M.event(p, name)
   return p.events[name:lower()]

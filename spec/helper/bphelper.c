@@ -16,11 +16,16 @@
  *   h.ring_map(fd, n)   -> address of a 1+n page perf mmap, or nil, errno
  *   h.ring_unmap(a, n)  -> munmap of it; h.ring_head(a) -> its data_head
  *   h.fd_count()        -> open fds of this process (from /proc/self/fd)
+ *   h.map_file(path, len, off [, exec]) -> address of a shared file mapping,
+ *                          or nil, errno; h.unmap(addr, len) -> munmap ok
+ *   h.probe_loop(n)     -> calls the exported perfev_probe_target() n times
+ *                          (the uprobe specs' target); returns its last result
  *
  * The watched variable is module-level static storage on purpose: it is the
  * memory under test, shared by every state that loads this helper. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -175,6 +180,59 @@ static int h_fd_count(lua_State *L) {
   return 1;
 }
 
+/* h.map_file(path, len, offset [, exec]) -> address of a MAP_SHARED
+ * mapping of the file (PROT_READ, or PROT_READ|PROT_EXEC), or nil, errno.
+ * The sampler specs watch the mmap2 record the kernel writes for it. */
+static int h_map_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len = (size_t)check_count(L, 2);
+  off_t off = (off_t)check_count(L, 3);
+  int prot = lua_toboolean(L, 4) ? PROT_READ | PROT_EXEC : PROT_READ;
+  int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+  void *p;
+  if (fd < 0) {
+    lua_pushnil(L);
+    lua_pushinteger(L, errno);
+    return 2;
+  }
+  p = mmap(NULL, len, prot, MAP_SHARED, fd, off);
+  err = errno;
+  close(fd);   /* the mapping keeps the file */
+  if (p == MAP_FAILED) {
+    lua_pushnil(L);
+    lua_pushinteger(L, err);
+    return 2;
+  }
+  lua_pushinteger(L, (lua_Integer)(uintptr_t)p);
+  return 1;
+}
+
+/* perfev_probe_target: an exported, never-inlined function the probe specs
+ * put a uprobe (and a uretprobe) on; h.probe_loop(n) calls it exactly n
+ * times. The volatile store keeps the call from being optimised away. */
+int perfev_probe_target(int x);
+static volatile int probe_sink;
+__attribute__((noinline, used)) int perfev_probe_target(int x) {
+  probe_sink = x;
+  return x + 1;
+}
+
+static int h_probe_loop(lua_State *L) {
+  lua_Integer n = check_count(L, 1);
+  int r = 0;
+  for (lua_Integer i = 0; i < n; i++) r = perfev_probe_target((int)i);
+  lua_pushinteger(L, r);
+  return 1;
+}
+
+/* h.unmap(addr, len) -> true when munmap succeeded */
+static int h_unmap(lua_State *L) {
+  uintptr_t addr = (uintptr_t)luaL_checkinteger(L, 1);
+  size_t len = (size_t)check_count(L, 2);
+  lua_pushboolean(L, munmap((void *)addr, len) == 0);
+  return 1;
+}
+
 static const luaL_Reg funcs[] = {
   { "addr", h_addr },
   { "write", h_write },
@@ -190,6 +248,9 @@ static const luaL_Reg funcs[] = {
   { "ring_unmap", h_ring_unmap },
   { "ring_head", h_ring_head },
   { "fd_count", h_fd_count },
+  { "map_file", h_map_file },
+  { "unmap", h_unmap },
+  { "probe_loop", h_probe_loop },
   { NULL, NULL }
 };
 

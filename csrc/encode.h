@@ -1,0 +1,60 @@
+/* The record encoder (encode.c: records and their headers; encode_fields.c:
+ * one encode op per decode op of record.c), shared between its two files. */
+#ifndef PERFEV_ENCODE_H
+#define PERFEV_ENCODE_H
+
+#include "record.h"
+
+/* header.size is 16 bits: no record is longer. */
+#define PERFEV_RECORD_MAX 0xffffu
+
+/* Where encoding is: the output, the record being written, its layout. */
+struct perfev_enc {
+  lua_State *L;
+  int rec;            /* stack index of the record table */
+  int src;            /* where scalar fields are read: rec, or rec.sample_id in the trailer */
+  int buf_slot;       /* stack index of the output buffer (a userdata, replaced as it grows) */
+  unsigned char *buf;
+  size_t len, cap;
+  size_t start;       /* offset of the current record's header in buf */
+  const struct perfev_layout *l;
+  const char *what;   /* the record's type, for messages */
+  uint32_t type;
+  uint16_t misc;
+  int exact;          /* rec.size given: laid out to exactly that size */
+  int swap;           /* write integers in the other byte order (option swap) */
+  char why[96];       /* why the field being written is there, for messages */
+  char what_buf[32];
+};
+
+/* Output: n more bytes (raises when the record outgrows header.size). */
+unsigned char *perfev_enc_room(struct perfev_enc *e, size_t n);
+void perfev_enc_put(struct perfev_enc *e, const void *p, size_t n);
+void perfev_enc_zeros(struct perfev_enc *e, size_t n);
+/* An integer of n bytes (1, 2, 4, 8) in the host's byte order, or the
+ * other one with e->swap, as the decoder's swap option reads it. */
+void perfev_enc_int(struct perfev_enc *e, uint64_t v, size_t n);
+void perfev_enc_u64(struct perfev_enc *e, uint64_t v);
+/* Whether the records are written as a big-endian machine writes them. */
+int perfev_enc_big_endian(const struct perfev_enc *e);
+
+/* Raises "perfev.encode: " followed by the message. */
+void perfev_enc_error(struct perfev_enc *e, const char *fmt, ...);
+
+/* The value on top of the stack, popped: an unsigned integer of at most
+ * bits bits (a u64 may be any integer), else an error naming it. */
+uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *name, int bits);
+/* t[key], an unsigned integer of at most bits bits; path names the table
+ * t in messages ("read[2]"), NULL for the record itself. need_u raises
+ * when it is missing, opt_u returns 0 then. */
+uint64_t perfev_enc_need_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits);
+int perfev_enc_opt_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits,
+                     uint64_t *out);
+
+/* Writes the rows of a layout table that sample_type selects. cond says
+ * why a row with a mask is there: "sample_type" for a sample,
+ * "sample_id_all and sample_type" for the trailer. */
+void perfev_enc_walk(struct perfev_enc *e, const struct perfev_rfield *rows, size_t n,
+                     const char *cond);
+
+#endif

@@ -1,0 +1,636 @@
+/* The perf.data reader userdata: core.perfdata_reader(file, opts). The Lua
+ * layer (lua/perfev/perfdata.lua) reads the header, the attrs and the
+ * features; this part streams the records: the iterator reads a chunk,
+ * cuts a record, decodes it and returns its table, with nothing else per
+ * record in Lua. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "perfdata.h"
+
+#define PD_DEFAULT_BUF ((size_t)1 << 20)
+#define PD_MIN_BUF ((size_t)1 << 16)          /* a record is at most 65535 bytes */
+#define PD_DEFAULT_QUEUE ((size_t)256 << 20)  /* time order: a half flush past this */
+#define PD_NONE UINT64_MAX                    /* a record without a time */
+
+static struct pd_reader *check_reader(lua_State *L, int idx)
+{
+  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, idx, PD_READER_MT);
+  if (r->closed)
+    luaL_error(L, "perfev.perfdata: the file is closed");
+  return r;
+}
+
+/* Pushes uservalue slot `slot` of the reader at idx. */
+static void get_slot(lua_State *L, int idx, int slot)
+{
+  perfev_getiuservalue(L, idx);
+  lua_rawgeti(L, -1, slot);
+  lua_remove(L, -2);
+}
+
+/* uservalue[slot] = the value on top (popped). */
+static void set_slot(lua_State *L, int idx, int slot)
+{
+  idx = lua_absindex(L, idx);
+  perfev_getiuservalue(L, idx);
+  lua_insert(L, -2);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 1);
+}
+
+static void release(struct pd_reader *r)
+{
+  free(r->buf);
+  free(r->zbuf);
+  free(r->lx);
+  pd_zstd_free(r->z);
+  pd_queue_free(&r->q);
+  r->buf = r->zbuf = NULL;
+  r->lx = NULL;
+  r->z = NULL;
+  r->d = NULL;
+  r->stream = NULL;
+  r->closed = 1;
+}
+
+/* ---- the decoder over the attrs list ---- */
+
+static int popcount(uint64_t v)
+{
+  int n = 0;
+  for (; v; v &= v - 1)
+    n++;
+  return n;
+}
+
+/* Where the time is, for ordering without decoding. */
+static void time_offsets(struct pd_lx *x, const struct perfev_layout *l)
+{
+  const uint64_t st = l->sample_type;
+  x->time_sample = x->time_trailer = -1;
+  if (!(st & PERF_SAMPLE_TIME))
+    return;
+  x->time_sample = 8 * popcount(st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID));
+  if (l->sample_id_all)   /* sample_id: tid, time, id, stream_id, cpu, identifier */
+    x->time_trailer = 8 * (1 + popcount(st & (PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID |
+                                              PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)));
+}
+
+/* Builds the decoder from the attrs list (uservalue ATTRS: { attr =, ids =,
+ * name = } each): one layout per id, or a single one for a single attr;
+ * refills the names table. Raises when the attrs cannot share a stream. */
+static void rebuild(lua_State *L, int ridx)
+{
+  struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, ridx);
+  struct perfev_decoder *d;
+  size_t nattrs, nids = 0, nl, k = 0;
+  int attrs, names;
+  ridx = lua_absindex(L, ridx);
+  get_slot(L, ridx, PD_UV_ATTRS);
+  attrs = lua_gettop(L);
+  get_slot(L, ridx, PD_UV_NAMES);
+  names = lua_gettop(L);
+  nattrs = lua_rawlen(L, attrs);
+  /* until it succeeds, nothing refers to a decoder that lx does not match */
+  r->d = NULL;
+  r->dirty = 1;
+  if (nattrs == 0) {
+    r->dirty = 0;
+    lua_pop(L, 2);
+    return;
+  }
+  for (size_t i = 1; i <= nattrs; i++) {
+    lua_rawgeti(L, attrs, (lua_Integer)i);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_getfield(L, -1, "ids");
+    nids += lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    lua_getfield(L, -2, "name");
+    lua_rawseti(L, names, (lua_Integer)i);
+    lua_pop(L, 2);
+  }
+  if (nattrs > 1 && nids == 0)
+    pd_error(L, r, "%zu attrs and no event ids: their records cannot be told apart", nattrs);
+  /* perf tags the records it synthesizes with id 0 and reads them with
+   * the first attr: one more layout, for id 0 */
+  nl = nattrs == 1 ? 1 : nids + 1;
+  d = perfev_decoder_new(L, nl);
+  {
+    struct pd_lx *lx = realloc(r->lx, nl * sizeof *lx);
+    if (!lx)
+      luaL_error(L, "perfev.perfdata: out of memory");
+    r->lx = lx;
+    r->nlx = nl;
+  }
+  for (size_t i = 1; i <= nattrs && k < nids + (nl == 1); i++) {
+    const struct perfev_attr *a;
+    size_t n;
+    lua_rawgeti(L, attrs, (lua_Integer)i);
+    lua_getfield(L, -1, "attr");
+    a = perfev_attr_check(L, -1);
+    lua_getfield(L, -2, "ids");
+    n = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    if (nl == 1) {
+      lua_rawgeti(L, -1, 1);
+      perfev_layout_init(&d->layouts[0], a, (uint64_t)luaL_optinteger(L, -1, 0));
+      lua_pop(L, 1);
+      r->lx[0].attr = (int)i;
+      k = 1;
+    }
+    for (size_t j = 1; nl > 1 && j <= n; j++) {
+      lua_rawgeti(L, -1, (lua_Integer)j);
+      perfev_layout_init(&d->layouts[k], a, (uint64_t)luaL_checkinteger(L, -1));
+      r->lx[k++].attr = (int)i;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 3);
+  }
+  if (nl > 1) {
+    lua_rawgeti(L, attrs, 1);
+    lua_getfield(L, -1, "attr");
+    perfev_layout_init(&d->layouts[k], perfev_attr_check(L, -1), 0);
+    r->lx[k++].attr = 1;
+    lua_pop(L, 2);
+  }
+  for (size_t i = 0; i < nl; i++)
+    time_offsets(&r->lx[i], &d->layouts[i]);
+  d->swap = r->swap;
+  perfev_decoder_finish(L, d);
+  set_slot(L, ridx, PD_UV_DEC);   /* keeps the decoder alive */
+  r->d = d;
+  r->dirty = 0;
+  lua_pop(L, 2);
+}
+
+/* The decoder, rebuilt when the attrs changed; NULL when none is known. */
+static struct perfev_decoder *decoder(lua_State *L, int ridx, struct pd_reader *r)
+{
+  if (r->dirty)
+    rebuild(L, ridx);
+  return r->d;
+}
+
+/* ---- what ordering needs of a raw record ---- */
+
+/* The layout of a record, as the decoder will pick it; -1: none fits. */
+static int layout_of(const struct pd_reader *r, const unsigned char *rec, size_t len, uint32_t type)
+{
+  const struct perfev_decoder *d = r->d;
+  const struct perfev_rtype *rt;
+  uint64_t id;
+  if (d->n == 1)
+    return 0;
+  if (type == PERF_RECORD_SAMPLE) {
+    if (d->id_pos < 0 || len < 8 * (size_t)(d->id_pos + 2))
+      return d->id_pos < 0 ? 0 : -1;
+    id = pd_u64(rec + 8 * (size_t)(d->id_pos + 1), r->swap);
+  } else {
+    rt = perfev_rtype_find(type);
+    if (d->is_pos < 0 || !rt || !rt->trailer)
+      return 0;
+    if (len < 8 * (size_t)(d->is_pos + 2))
+      return -1;
+    id = pd_u64(rec + len - 8 * (size_t)(d->is_pos + 1), r->swap);
+  }
+  for (size_t i = 0; i < d->n; i++)
+    if (d->layouts[i].id == id)
+      return (int)i;
+  return -1;
+}
+
+static uint64_t time_of(const struct pd_reader *r, const unsigned char *rec, size_t len,
+                        uint32_t type)
+{
+  int li = layout_of(r, rec, len, type);
+  const struct perfev_rtype *rt;
+  const struct pd_lx *x;
+  if (li < 0)
+    return PD_NONE;
+  x = &r->lx[li];
+  if (type == PERF_RECORD_SAMPLE) {
+    if (x->time_sample < 0 || len < 16 + (size_t)x->time_sample)
+      return PD_NONE;
+    return pd_u64(rec + 8 + x->time_sample, r->swap);
+  }
+  rt = perfev_rtype_find(type);
+  if (!rt || !rt->trailer || x->time_trailer < 0 || len < 8 + (size_t)x->time_trailer)
+    return PD_NONE;
+  return pd_u64(rec + len - x->time_trailer, r->swap);
+}
+
+/* ---- the iterator ---- */
+
+struct pd_iter {
+  unsigned generation;
+  int order;           /* time order */
+  int offsets;         /* rec.offset */
+  int done;
+  int filtered;        /* types given: only those in want[] */
+  size_t replay_pos;
+  unsigned char want[32];   /* record types 0..255 */
+};
+
+#define IT_UPV_READER lua_upvalueindex(1)
+#define IT_UPV_NAMES lua_upvalueindex(2)
+#define IT_UPV_STATE lua_upvalueindex(3)
+
+static int wanted(const struct pd_iter *it, uint32_t type)
+{
+  if (!it->filtered)
+    return 1;
+  return type < 256 && (it->want[type / 8] & (1u << (type % 8)));
+}
+
+/* Pushes the table of a kernel record; a sample gets its event's name. */
+static void push_kernel(lua_State *L, struct pd_reader *r, const struct pd_iter *it,
+                        const unsigned char *rec, size_t len, uint64_t foff)
+{
+  struct perfev_decoder *d = decoder(L, IT_UPV_READER, r);
+  size_t li;
+  if (!d)
+    pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
+             "attr: a pipe-mode stream must start with its header_attr records", foff,
+             pd_u32(rec, r->swap));
+  li = perfev_decode_one(L, d, rec, len, (size_t)foff);
+  if (pd_u32(rec, r->swap) == PERF_RECORD_SAMPLE && li < r->nlx) {
+    lua_rawgeti(L, IT_UPV_NAMES, r->lx[li].attr);
+    lua_setfield(L, -2, "event");
+  }
+  if (it->offsets) {
+    lua_pushinteger(L, (lua_Integer)foff);
+    lua_setfield(L, -2, "offset");
+  }
+}
+
+/* attrs entry index (from 1) holding id, or 0. */
+static size_t entry_of_id(lua_State *L, int attrs, lua_Integer id)
+{
+  size_t n = lua_rawlen(L, attrs);
+  for (size_t i = 1; i <= n; i++) {
+    int found = 0;
+    lua_rawgeti(L, attrs, (lua_Integer)i);
+    lua_getfield(L, -1, "ids");
+    for (size_t j = 1; lua_istable(L, -1) && !found && j <= lua_rawlen(L, -1); j++) {
+      lua_rawgeti(L, -1, (lua_Integer)j);
+      found = lua_tointeger(L, -1) == id;
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    if (found)
+      return i;
+  }
+  return 0;
+}
+
+/* What perf's own records change in the reader, with their table on top:
+ * a header_attr adds its attr (unless its ids are known), an event_update
+ * names an event. */
+static void apply_user(lua_State *L, int ridx, struct pd_reader *r, uint32_t type)
+{
+  int rec = lua_gettop(L), attrs;
+  if (type != PD_HEADER_ATTR && type != PD_EVENT_UPDATE)
+    return;
+  get_slot(L, ridx, PD_UV_ATTRS);
+  attrs = lua_gettop(L);
+  if (type == PD_HEADER_ATTR) {
+    lua_getfield(L, rec, "ids");
+    lua_rawgeti(L, -1, 1);
+    if (lua_isnil(L, -1) || entry_of_id(L, attrs, lua_tointeger(L, -1)) == 0) {
+      lua_createtable(L, 0, 3);
+      lua_getfield(L, rec, "attr");
+      lua_setfield(L, -2, "attr");
+      lua_pushvalue(L, -3);
+      lua_setfield(L, -2, "ids");
+      lua_rawseti(L, attrs, (lua_Integer)lua_rawlen(L, attrs) + 1);
+      r->dirty = 1;
+    }
+    lua_pop(L, 2);
+  } else {
+    size_t i;
+    lua_getfield(L, rec, "name");
+    lua_getfield(L, rec, "id");
+    i = lua_isstring(L, -2) ? entry_of_id(L, attrs, lua_tointeger(L, -1)) : 0;
+    if (i) {
+      lua_rawgeti(L, attrs, (lua_Integer)i);
+      lua_pushvalue(L, -3);
+      lua_setfield(L, -2, "name");
+      lua_pop(L, 1);
+      get_slot(L, ridx, PD_UV_NAMES);
+      lua_pushvalue(L, -3);
+      lua_rawseti(L, -2, (lua_Integer)i);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+}
+
+static void queue_oom(lua_State *L, struct pd_reader *r)
+{
+  pd_error(L, r, "out of memory while ordering records by time");
+}
+
+static int iter_next(lua_State *L)
+{
+  struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, IT_UPV_READER);
+  struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_STATE);
+  if (r->closed)
+    return luaL_error(L, "perfev.perfdata: the file is closed");
+  if (it->generation != r->generation)
+    return luaL_error(L, "perfev.perfdata: %s: a later f:records() restarted the file; this "
+                         "iterator is finished", r->name);
+  if (it->done)
+    return 0;
+  while (it->replay_pos < r->nreplay) {   /* what the open read ahead */
+    lua_Integer type;
+    get_slot(L, IT_UPV_READER, PD_UV_REPLAY);
+    lua_getfield(L, -1, "types");
+    lua_rawgeti(L, -1, (lua_Integer)++it->replay_pos);
+    type = lua_tointeger(L, -1);
+    if (wanted(it, (uint32_t)type)) {
+      lua_rawgeti(L, -3, (lua_Integer)it->replay_pos);
+      if (it->offsets) {
+        lua_getfield(L, -4, "offsets");
+        lua_rawgeti(L, -1, (lua_Integer)it->replay_pos);
+        lua_setfield(L, -3, "offset");
+        lua_pop(L, 1);
+      }
+      return 1;
+    }
+    lua_pop(L, 3);
+  }
+  for (;;) {
+    const unsigned char *rec;
+    size_t len;
+    uint64_t foff, t;
+    uint32_t type;
+    int inflated;
+    if (it->order) {
+      const struct pd_qent *e = pd_queue_next(&r->q, &rec);
+      if (e) {
+        push_kernel(L, r, it, rec, e->len, e->foff);
+        return 1;
+      }
+    }
+    rec = pd_next_raw(L, r, &len, &foff, &inflated);
+    if (!rec) {
+      if (it->order && r->q.wait.n > 0) {
+        if (pd_queue_flush(&r->q, PD_FLUSH_FINAL))
+          queue_oom(L, r);
+        continue;
+      }
+      it->done = 1;
+      return 0;
+    }
+    type = pd_u32(rec, r->swap);
+    if (type >= PD_USER_START) {
+      int want = wanted(it, type);
+      if (type == PD_HEADER_ATTR || type == PD_EVENT_UPDATE || want) {
+        pd_user_decode(L, r, rec, len, foff);
+        apply_user(L, IT_UPV_READER, r, type);
+      }
+      if (type == PD_FINISHED_ROUND && it->order && pd_queue_flush(&r->q, PD_FLUSH_ROUND))
+        queue_oom(L, r);
+      if (want) {
+        if (it->offsets) {
+          lua_pushinteger(L, (lua_Integer)foff);
+          lua_setfield(L, -2, "offset");
+        }
+        return 1;
+      }
+      lua_settop(L, 0);
+      continue;
+    }
+    if (!wanted(it, type))
+      continue;
+    /* perf delivers at once what has no time (or time 0: synthesized) */
+    if (it->order && decoder(L, IT_UPV_READER, r) &&
+        (t = time_of(r, rec, len, type)) != PD_NONE && t != 0) {
+      if (pd_queue_push(&r->q, rec, len, t, foff))
+        queue_oom(L, r);
+      continue;
+    }
+    push_kernel(L, r, it, rec, len, foff);
+    return 1;
+  }
+}
+
+/* r:records{ order = "time", types = { 9, 10 }, offsets = true } -> iterator */
+static int l_records(lua_State *L)
+{
+  struct pd_reader *r = check_reader(L, 1);
+  struct pd_iter *it;
+  lua_settop(L, 2);
+  if (r->started) {
+    if (!r->seekable)
+      return pd_error(L, r, "a stream that cannot seek is read once: call f:records() once");
+    pd_rewind(L, r);
+  }
+  r->started = 1;
+  r->generation++;
+  lua_pushvalue(L, 1);
+  get_slot(L, 1, PD_UV_NAMES);
+  it = (struct pd_iter *)lua_newuserdata(L, sizeof *it);
+  memset(it, 0, sizeof *it);
+  it->generation = r->generation;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "order");
+    it->order = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "time") == 0;
+    lua_getfield(L, 2, "offsets");
+    it->offsets = lua_toboolean(L, -1);
+    lua_getfield(L, 2, "types");
+    if (lua_istable(L, -1)) {
+      it->filtered = 1;
+      for (size_t i = 1; i <= lua_rawlen(L, -1); i++) {
+        lua_Integer t;
+        lua_rawgeti(L, -1, (lua_Integer)i);
+        t = luaL_checkinteger(L, -1);
+        if (t >= 0 && t < 256)
+          it->want[t / 8] |= (unsigned char)(1u << (t % 8));
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 3);
+  }
+  lua_pushcclosure(L, iter_next, 3);
+  return 1;
+}
+
+/* r:preread() -> the perf records before the first kernel record (pipe
+ * mode: attrs, features, ...), applied and kept to be replayed by
+ * records(); the position after them becomes where records() restarts. */
+static int l_preread(lua_State *L)
+{
+  struct pd_reader *r = check_reader(L, 1);
+  int list, types, offs;
+  lua_settop(L, 1);
+  lua_newtable(L);
+  list = lua_gettop(L);
+  lua_newtable(L);
+  types = lua_gettop(L);
+  lua_pushvalue(L, types);
+  lua_setfield(L, list, "types");
+  lua_newtable(L);
+  offs = lua_gettop(L);
+  lua_pushvalue(L, offs);
+  lua_setfield(L, list, "offsets");
+  r->nreplay = 0;
+  for (;;) {
+    size_t len;
+    uint64_t foff;
+    int inflated;
+    const unsigned char *rec = pd_next_raw(L, r, &len, &foff, &inflated);
+    uint32_t type;
+    if (!rec) {
+      r->start = r->off;
+      break;
+    }
+    type = pd_u32(rec, r->swap);
+    if (type < PD_USER_START) {
+      pd_unread(r);
+      r->start = foff;
+      break;
+    }
+    pd_user_decode(L, r, rec, len, foff);
+    apply_user(L, 1, r, type);
+    lua_rawseti(L, list, (lua_Integer)++r->nreplay);
+    lua_pushinteger(L, type);
+    lua_rawseti(L, types, (lua_Integer)r->nreplay);
+    lua_pushinteger(L, (lua_Integer)foff);
+    lua_rawseti(L, offs, (lua_Integer)r->nreplay);
+  }
+  lua_pushvalue(L, list);
+  set_slot(L, 1, PD_UV_REPLAY);
+  lua_pushvalue(L, list);
+  return 1;
+}
+
+/* r:set_attrs({ { attr =, ids =, name = }, ... }): builds the decoder now,
+ * so that attrs which cannot share a stream fail at open. */
+static int l_set_attrs(lua_State *L)
+{
+  struct pd_reader *r = check_reader(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_pushvalue(L, 2);
+  set_slot(L, 1, PD_UV_ATTRS);
+  r->dirty = 1;
+  rebuild(L, 1);
+  return 0;
+}
+
+static int l_attrs(lua_State *L)
+{
+  check_reader(L, 1);
+  get_slot(L, 1, PD_UV_ATTRS);
+  return 1;
+}
+
+/* Frees the buffers (the Lua layer closes the file it opened). */
+static int l_close(lua_State *L)
+{
+  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, 1, PD_READER_MT);
+  if (!r->closed)
+    release(r);
+  return 0;
+}
+
+static lua_Integer opt_int(lua_State *L, int t, const char *k, lua_Integer def)
+{
+  lua_Integer v;
+  lua_getfield(L, t, k);
+  v = luaL_optinteger(L, -1, def);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* core.perfdata_reader(file, { name =, start =, size =, swap =, pipe =,
+ * seekable =, bufsize =, max_queue = }): size nil reads to the end. */
+static int l_reader(lua_State *L)
+{
+  luaL_Stream *s = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
+  struct pd_reader *r;
+  lua_Integer bufsize, size;
+  const char *name;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (s->closef == NULL)
+    return luaL_error(L, "perfev.perfdata: the file is closed");
+  bufsize = opt_int(L, 2, "bufsize", (lua_Integer)PD_DEFAULT_BUF);
+  if (bufsize < (lua_Integer)PD_MIN_BUF)
+    bufsize = (lua_Integer)PD_MIN_BUF;
+  r = (struct pd_reader *)perfev_newuserdata(L, sizeof *r);
+  memset(r, 0, sizeof *r);
+  r->closed = 1;   /* until the buffer is there: __gc frees nothing */
+  luaL_setmetatable(L, PD_READER_MT);
+  lua_createtable(L, 5, 0);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, PD_UV_FILE);
+  lua_newtable(L);
+  lua_rawseti(L, -2, PD_UV_ATTRS);
+  lua_newtable(L);
+  lua_rawseti(L, -2, PD_UV_NAMES);
+  perfev_setiuservalue(L, -2);
+  r->buf = malloc((size_t)bufsize);
+  if (!r->buf)
+    return luaL_error(L, "perfev.perfdata: out of memory");
+  r->closed = 0;
+  r->cap = (size_t)bufsize;
+  r->stream = s;
+  lua_getfield(L, 2, "name");
+  name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "perf.data";
+  snprintf(r->name, sizeof r->name, "%s", name);
+  lua_pop(L, 1);
+  r->start = r->off = (uint64_t)opt_int(L, 2, "start", 0);
+  size = opt_int(L, 2, "size", -1);
+  r->end = size < 0 ? UINT64_MAX : r->start + (uint64_t)size;
+  r->q.max_bytes = (size_t)opt_int(L, 2, "max_queue", (lua_Integer)PD_DEFAULT_QUEUE);
+  lua_getfield(L, 2, "swap");
+  r->swap = lua_toboolean(L, -1);
+  lua_getfield(L, 2, "pipe");
+  r->pipe = lua_toboolean(L, -1);
+  lua_getfield(L, 2, "seekable");
+  r->seekable = lua_toboolean(L, -1);
+  lua_pop(L, 3);
+  if (r->seekable && fseeko(s->f, (off_t)r->start, SEEK_SET) != 0)
+    return pd_error(L, r, "cannot seek to the data at offset %" PRIu64 ": %s", r->start,
+                    strerror(errno));
+  return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+  struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, 1);
+  if (r && !r->closed)
+    release(r);
+  return 0;
+}
+
+static int l_tostring(lua_State *L)
+{
+  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, 1, PD_READER_MT);
+  lua_pushfstring(L, "perfev.perfdata.reader (%s%s)", r->name, r->closed ? ", closed" : "");
+  return 1;
+}
+
+int perfev_perfdata_open_lib(lua_State *L)
+{
+  static const luaL_Reg methods[] = {
+    { "records", l_records }, { "preread", l_preread }, { "set_attrs", l_set_attrs },
+    { "attrs", l_attrs }, { "close", l_close }, { NULL, NULL }
+  };
+  luaL_newmetatable(L, PD_READER_MT);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, l_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, l_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_reader);
+  lua_setfield(L, -2, "perfdata_reader");
+  pd_push_consts(L);
+  lua_setfield(L, -2, "PERFDATA");
+  return 0;
+}

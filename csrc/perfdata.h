@@ -1,0 +1,164 @@
+/* The perf.data record reader: the data section (or a pipe-mode stream)
+ * read in fixed-size chunks, compressed records inflated, perf's own record
+ * types decoded, kernel records through the record decoder, optionally
+ * reordered by time the way perf does. Shared by perfdata*.c. */
+#ifndef PERFEV_PERFDATA_H
+#define PERFEV_PERFDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "perfev.h"
+#include "record.h"
+
+#define PD_READER_MT "perfev.perfdata.reader"
+
+/* perf's own record types, above every kernel type. */
+enum {
+  PD_HEADER_ATTR = 64, PD_EVENT_TYPE = 65, PD_TRACING_DATA = 66, PD_BUILD_ID = 67,
+  PD_FINISHED_ROUND = 68, PD_ID_INDEX = 69, PD_AUXTRACE_INFO = 70, PD_AUXTRACE = 71,
+  PD_AUXTRACE_ERROR = 72, PD_THREAD_MAP = 73, PD_CPU_MAP = 74, PD_STAT_CONFIG = 75,
+  PD_STAT = 76, PD_STAT_ROUND = 77, PD_EVENT_UPDATE = 78, PD_TIME_CONV = 79,
+  PD_HEADER_FEATURE = 80, PD_COMPRESSED = 81, PD_FINISHED_INIT = 82, PD_COMPRESSED2 = 83,
+  PD_BPF_METADATA = 84, PD_SCHEDSTAT_CPU = 85, PD_SCHEDSTAT_DOMAIN = 86,
+  PD_USER_END
+};
+#define PD_USER_START 64
+
+/* A record's integers in the file's byte order. */
+static inline uint16_t pd_u16(const unsigned char *p, int swap)
+{
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return swap ? __builtin_bswap16(v) : v;
+}
+static inline uint32_t pd_u32(const unsigned char *p, int swap)
+{
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return swap ? __builtin_bswap32(v) : v;
+}
+static inline uint64_t pd_u64(const unsigned char *p, int swap)
+{
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return swap ? __builtin_bswap64(v) : v;
+}
+
+/* ---- perfdata_zstd.c: libzstd, loaded when a file needs it ---- */
+struct pd_zstd;
+/* NULL and a reason in why[] when libzstd cannot be loaded. */
+struct pd_zstd *pd_zstd_new(char *why, size_t whylen);
+void pd_zstd_free(struct pd_zstd *z);
+int pd_zstd_reset(struct pd_zstd *z);
+/* Inflates in[0..n) onto the end of *out (grown up to max bytes). Returns
+ * NULL, or an error message. */
+const char *pd_zstd_inflate(struct pd_zstd *z, const unsigned char *in, size_t n,
+                            unsigned char **out, size_t *len, size_t *cap, size_t max);
+
+/* ---- perfdata_order.c: perf's finished_round reordering ---- */
+struct pd_qent {
+  uint64_t time, seq, foff;   /* foff: the record's file offset */
+  size_t at;                  /* its bytes in the arena */
+  uint32_t len;
+};
+struct pd_arena {
+  unsigned char *bytes;
+  size_t len, cap;
+  struct pd_qent *ents;
+  size_t n, cap_ents;
+};
+struct pd_queue {
+  struct pd_arena wait, out, spare;   /* queued; flushed, in time order; scratch */
+  size_t opos;                        /* next of out to deliver */
+  uint64_t seq, max_time, next_flush;
+  size_t max_bytes;                   /* a half flush past this */
+};
+/* 0, or ENOMEM. */
+int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint64_t time,
+                  uint64_t foff);
+/* Moves what is due to out: ROUND (perf's finished_round: up to the
+ * previous round's newest time), FINAL (everything) or HALF (the older
+ * half, when the queue outgrows max_bytes). 0, or ENOMEM. */
+enum { PD_FLUSH_ROUND, PD_FLUSH_FINAL, PD_FLUSH_HALF };
+int pd_queue_flush(struct pd_queue *q, int how);
+/* The next flushed record, or NULL. */
+const struct pd_qent *pd_queue_next(struct pd_queue *q, const unsigned char **rec);
+void pd_queue_reset(struct pd_queue *q);
+void pd_queue_free(struct pd_queue *q);
+
+/* ---- the reader (perfdata.c, perfdata_src.c) ---- */
+
+/* What ordering needs of each decoder layout. */
+struct pd_lx {
+  int attr;          /* index in the attrs list, from 1 */
+  int time_sample;   /* byte offset of a sample's time after its header; -1: none */
+  int time_trailer;  /* bytes from a record's end to the trailer's time; -1: none */
+};
+
+struct pd_reader {
+  luaL_Stream *stream;          /* the Lua file handle (kept alive in the uservalue) */
+  char name[200];               /* the file, for messages */
+  int swap, pipe, closed;
+  /* the data: file offsets [start, end); end UINT64_MAX: until EOF */
+  uint64_t start, end;
+  int seekable, started;
+  /* the read buffer: buf[head..tail) is file offset off.. */
+  unsigned char *buf;
+  size_t cap, head, tail;
+  uint64_t off;
+  int eof;
+  uint64_t skip;                /* payload bytes after the last record (auxtrace) */
+  /* the record handed out last, kept for peeking */
+  int held;
+  const unsigned char *hrec;
+  size_t hlen;
+  uint64_t hoff;
+  int hz;
+  /* compressed records: inflated bytes zbuf[zhead..zlen) */
+  struct pd_zstd *z;
+  unsigned char *zbuf;
+  size_t zhead, zlen, zcap;
+  uint64_t zoff;                /* file offset of the compressed record being read */
+  /* decoding */
+  struct perfev_decoder *d;     /* NULL until attrs are known (uservalue slot DEC) */
+  struct pd_lx *lx;
+  size_t nlx;
+  int dirty;
+  /* ordering and filtering */
+  struct pd_queue q;
+  unsigned generation;
+  /* replayed records (pipe mode's header, read at open): uservalue slot REPLAY */
+  size_t nreplay;
+};
+
+/* uservalue slots */
+enum { PD_UV_FILE = 1, PD_UV_DEC, PD_UV_ATTRS, PD_UV_NAMES, PD_UV_REPLAY };
+
+/* Raises "perfev.perfdata: NAME: msg". */
+int pd_error(lua_State *L, const struct pd_reader *r, const char *fmt, ...);
+
+/* The next record of the stream (compressed records inflated), its length
+ * and file offset (for an inflated record, the compressed record's); NULL
+ * at the end. Valid until the next call. *inflated: it came from a
+ * compressed record. */
+const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len, uint64_t *foff,
+                                 int *inflated);
+/* Makes the record pd_next_raw returned last come again. */
+void pd_unread(struct pd_reader *r);
+/* Back to the start of the data (seekable streams). */
+void pd_rewind(lua_State *L, struct pd_reader *r);
+
+/* ---- perfdata_user.c: perf's own records ---- */
+/* The name of a user record type, or NULL. */
+const char *pd_user_name(uint32_t type);
+/* Pushes the table of a user record (rec: header included). */
+void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char *rec, size_t len,
+                    uint64_t foff);
+/* core.PERFDATA: feature names by bit, record types by name. */
+void pd_push_consts(lua_State *L);
+extern const char *const pd_feature_names[];
+extern const size_t pd_nfeatures;
+
+#endif

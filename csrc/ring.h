@@ -1,0 +1,49 @@
+/* The ring userdata shared by the files that read it: ring.c (mapping,
+ * records, poll, info), ring_snapshot.c (overwrite and backward rings),
+ * selfread.c (counts through the metadata page), ring_aux.c (AUX area). */
+#ifndef PERFEV_RING_H
+#define PERFEV_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "perfev.h"
+#include "record.h"
+
+#define PERFEV_RING_MT "perfev.ring"
+/* header.size is a u16: no record is larger. */
+#define RECORD_MAX 65536
+
+struct perfev_ring {
+  struct perf_event_mmap_page *page;   /* NULL once unmapped */
+  size_t map_size;
+  const unsigned char *data;           /* the data area, data_size bytes */
+  uint64_t data_size;
+  struct perfev_event *ev;             /* kept alive by the uservalue */
+  struct perfev_decoder *dec;          /* idem */
+  int overwrite;                       /* mapped read-only: the kernel overwrites old records */
+  int backward;                        /* attr.write_backward: data_head moves down */
+  unsigned char *aux;                  /* the AUX area, NULL when not mapped */
+  size_t aux_len;
+  unsigned char rec[RECORD_MAX];       /* the record being decoded, copied out (keep last) */
+};
+
+/* The names of the capabilities bits of the metadata page, low first. */
+extern const char *const perfev_ring_cap_names[];
+extern const size_t perfev_ring_ncaps;
+
+/* The ring at index 1 of a ring method; raises when it is closed. */
+struct perfev_ring *perfev_ring_self(lua_State *L);
+/* The ring's event; raises when it was closed (the page alone is left). */
+struct perfev_event *perfev_ring_event(lua_State *L, const struct perfev_ring *r);
+/* data_head, read with acquire: the records before it are visible. */
+uint64_t perfev_ring_head(const struct perfev_ring *r);
+/* Unmaps the AUX area, if mapped (before the ring: it lives behind it). */
+void perfev_ring_aux_unmap(struct perfev_ring *r);
+
+int perfev_ring_snapshot(lua_State *L);   /* ring:snapshot([opts]) */
+/* Sets core._snapshot_walk on the table at the top (a test hook). */
+void perfev_ring_snapshot_open_lib(lua_State *L);
+int perfev_ring_read(lua_State *L);       /* ring:read() */
+int perfev_ring_aux(lua_State *L);        /* ring:aux(pages) */
+
+#endif

@@ -1,0 +1,83 @@
+-- What the fuzz targets run for each input (embedded in them at build
+-- time): called with perfev.core, the entries of fuzz/attrs.lua and the
+-- mode, it returns function(bytes, selector); the selector is an input's
+-- first byte.
+--   decode:    decodes bytes under the selected attr; errors are expected
+--              (malformed input) and ignored by the C side: only crashes
+--              and sanitizer reports are bugs.
+--   roundtrip: for every record that decodes, encode must not raise,
+--              decode(encode(rec)) must equal rec, and encoding that again
+--              must give the same bytes; any error escaping is a bug.
+local core, entries, mode = ...
+
+local attrs, singles = {}, {}
+for i, e in ipairs(entries) do
+  if e.map then
+    local m = {}
+    for id, f in pairs(e.map) do m[id] = core.attr(f) end
+    attrs[i] = m
+  else
+    attrs[i] = core.attr(e.fields)
+    singles[#singles + 1] = attrs[i]
+  end
+end
+
+local function same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then
+    return a == b or (a ~= a and b ~= b)
+  end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+local function dump(v, indent)
+  indent = indent or ""
+  if type(v) ~= "table" then return type(v) == "string" and ("%q"):format(v) or tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  local out = {}
+  for _, k in ipairs(keys) do out[#out + 1] = indent .. "  " .. tostring(k) .. " = " .. dump(v[k], indent .. "  ") end
+  return "{\n" .. table.concat(out, ",\n") .. "\n" .. indent .. "}"
+end
+
+-- The selector byte: its low bits pick the attr, bit 7 the decoder's swap
+-- option (records of the other byte order), bit 6 its into option (one
+-- table refilled by every record).
+local function options(sel, into)
+  local o = {}
+  if sel & 0x80 ~= 0 then o.swap = true end
+  if into and sel & 0x40 ~= 0 then o.into = {} end
+  return o
+end
+
+if mode == "decode" then
+  return function(bytes, sel)
+    for _ in core.decode(bytes, attrs[(sel & 0x3f) % #attrs + 1], options(sel, true)) do end
+  end
+end
+
+assert(mode == "roundtrip", "mode is decode or roundtrip")
+-- Single attrs only: in a stream of several, the decoder picks the attr by
+-- the trailer's id, which a body field of the same name (lost, throttle)
+-- hides from the table; encode cannot write back what it never saw.
+return function(bytes, sel)
+  local a, o = singles[(sel & 0x3f) % #singles + 1], options(sel, false)
+  local it = core.decode(bytes, a, o)
+  while true do
+    local ok, rec = pcall(it)
+    if not ok or rec == nil then return end
+    local b = core.encode(rec, a, o)
+    if #b ~= rec.size then
+      error(("ROUNDTRIP: encode gave %d bytes for a record of size %d"):format(#b, rec.size))
+    end
+    local back = core.decode(b, a, o)()
+    if not same(rec, back) then
+      error("ROUNDTRIP: decode(encode(rec)) differs\nrec = " .. dump(rec) .. "\nback = " .. dump(back))
+    end
+    if core.encode(back, a, o) ~= b then
+      error("ROUNDTRIP: encoding the decoded record again gives other bytes")
+    end
+  end
+end

@@ -1,0 +1,213 @@
+-- perfev.perfdata: read the perf.data files `perf record` writes (and the
+-- pipe-mode stream of `perf record -o -`).
+--
+--   local pd = require "perfev.perfdata"
+--   local f = assert(pd.open("perf.data"))     -- or pd.open("-"), pd.open(io_file)
+--   for rec in f:records() do ... end          -- { order = "time", types = { "sample" } }
+--   f:attrs() ; f:features() ; f:header() ; f:close()
+--
+-- The header, attrs and features are read here; the records stream
+-- through the C reader (csrc/perfdata*.c) in fixed-size chunks.
+local core = require "perfev.core"
+local header = require "perfev.perfdata.header"
+local features = require "perfev.perfdata.features"
+local names = require "perfev.names"
+
+local M = {}
+
+-- Record type numbers by name: the kernel's (core.RECORD, lower case) and
+-- perf's own (core.PERFDATA.RECORD).
+local TYPES = {}
+for k, v in pairs(core.RECORD) do TYPES[k:lower()] = v end
+for k, v in pairs(core.PERFDATA.RECORD) do TYPES[k] = v end
+M.TYPES = TYPES
+M.FEATURES = core.PERFDATA.FEATURE
+
+local File = {}
+File.__index = File
+M.File = File
+
+local function errmsg(name, msg)
+  return ("perfev.perfdata: %s: %s"):format(name, msg)
+end
+
+-- Event names: event_desc's (by id, else by position), else perf's name
+-- of the type and config.
+local function name_events(entries, desc)
+  local by_id = {}
+  for _, d in ipairs(desc or {}) do
+    for _, id in ipairs(d.ids) do by_id[id] = d.name end
+  end
+  for i, e in ipairs(entries) do
+    local n = e.ids[1] and by_id[e.ids[1]] or (desc and desc[i] and desc[i].name)
+    if not n or n == "" then
+      n = e.name or names.name_of(e.attr.type, e.attr.config) or
+          ("%d:%d"):format(e.attr.type, e.attr.config)
+    end
+    e.name = n
+  end
+  return entries
+end
+
+local function open_file(fh, h, name, opts)
+  local ok, msg = header.read(fh, h)
+  if not ok then return nil, msg end
+  local entries, why = header.attrs(fh, h)
+  if not entries then return nil, why end
+  local feats = header.features(fh, h)
+  name_events(entries, feats.event_desc)
+  local r = core.perfdata_reader(fh, { name = name, start = h.data.offset, size = h.data.size,
+                                       swap = h.swap, seekable = true, bufsize = opts.bufsize,
+                                       max_queue = opts.max_queue })
+  local okset, err = pcall(r.set_attrs, r, entries)
+  if not okset then
+    r:close()
+    return nil, tostring(err)
+  end
+  return r, feats
+end
+
+-- Pipe mode: attrs and features come as records; they are read ahead here
+-- (and given again by records()).
+local function open_pipe(fh, h, name, opts)
+  local seekable = fh:seek("cur") ~= nil
+  local r = core.perfdata_reader(fh, { name = name, start = header.PIPE_HEADER, pipe = true,
+                                       swap = h.swap, seekable = seekable,
+                                       bufsize = opts.bufsize, max_queue = opts.max_queue })
+  local ok, list = pcall(r.preread, r)
+  if not ok then
+    r:close()
+    return nil, tostring(list)
+  end
+  local feats, ctx = {}, { swap = h.swap }
+  for _, rec in ipairs(list) do
+    if rec.type == "header_feature" and rec.feature then
+      local v, why = features.parse(rec.feature, rec.data, h.e, ctx)
+      if v == nil then
+        h.warnings[#h.warnings + 1] = why
+      else
+        feats[rec.feature], ctx[rec.feature] = v, v
+      end
+    end
+  end
+  local entries = r:attrs()
+  name_events(entries, feats.event_desc)
+  local okset, err = pcall(r.set_attrs, r, entries)
+  if not okset then
+    r:close()
+    return nil, tostring(err)
+  end
+  return r, feats
+end
+
+-- pd.open(path | "-" | file handle[, opts]) -> file | nil, message
+-- opts: bufsize (bytes read at a time, default 1 MiB), max_queue (bytes
+-- that time ordering may hold before it releases the older half, 256 MiB).
+function M.open(src, opts)
+  opts = opts or {}
+  local fh, owned, name
+  if src == "-" then
+    fh, name = io.stdin, "<stdin>"
+  elseif io.type(src) == "file" then
+    fh, name = src, "<file>"
+  elseif type(src) == "string" then
+    local err
+    fh, err = io.open(src, "rb")
+    if not fh then return nil, errmsg(src, err) end
+    owned, name = true, src
+  else
+    error("perfev.perfdata.open: expected a path, \"-\" or a file handle, got " .. type(src), 2)
+  end
+  local function fail(msg)
+    if owned then fh:close() end
+    return nil, errmsg(name, msg)
+  end
+  local h, why = header.start(fh)
+  if not h then return fail(why) end
+  local r, feats
+  if h.pipe then r, feats = open_pipe(fh, h, name, opts)
+  else r, feats = open_file(fh, h, name, opts) end
+  if not r then
+    if feats and feats:match("^perfev%.") then
+      if owned then fh:close() end
+      return nil, feats
+    end
+    return fail(feats)
+  end
+  return setmetatable({ fh = fh, owned = owned, name = name, h = h, r = r, feats = feats }, File)
+end
+
+local function check(self)
+  if not self.r then error("perfev.perfdata: the file is closed", 3) end
+end
+
+-- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
+-- offsets = true }]) -> iterator of record tables
+function File:records(opts)
+  check(self)
+  if opts == nil then return self.r:records() end
+  if type(opts) ~= "table" then
+    error("perfev.perfdata: records() takes a table of options, got " .. type(opts), 2)
+  end
+  local o = { offsets = opts.offsets }
+  if opts.order ~= nil and opts.order ~= "file" and opts.order ~= "time" then
+    error(("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s")
+          :format(tostring(opts.order)), 2)
+  end
+  o.order = opts.order
+  if opts.types ~= nil then
+    if type(opts.types) ~= "table" then
+      error("perfev.perfdata: records(): types must be a list of record type names", 2)
+    end
+    o.types = {}
+    for i, t in ipairs(opts.types) do
+      local n = type(t) == "number" and math.tointeger(t) or TYPES[t]
+      if not n then
+        error(("perfev.perfdata: records(): types[%d] %q is not a record type"):format(i, tostring(t)), 2)
+      end
+      o.types[i] = n
+    end
+  end
+  return self.r:records(o)
+end
+
+-- { { attr = <perfev.attr>, ids = { ... }, name = "cpu-clock" }, ... }
+function File:attrs()
+  check(self)
+  return self.r:attrs()
+end
+
+-- The features by name: hostname, osrelease, version, arch, nrcpus =
+-- { online, available }, cpudesc, cpuid, total_mem, cmdline, event_desc,
+-- cpu_topology, numa_topology, pmu_mappings, group_desc, cache,
+-- sample_time = { first, last }, mem_topology, clockid, clock_data,
+-- compressed, hybrid_topology, pmu_caps, build_id, ...
+function File:features()
+  check(self)
+  return self.feats
+end
+
+-- The header's fields: magic, size, attr_size, attrs/data/event_types
+-- { offset, size }, feature_bits, sections, endian, swap, pipe, file_size,
+-- warnings.
+function File:header()
+  check(self)
+  return self.h
+end
+
+function File:close()
+  if self.r then
+    self.r:close()
+    self.r = nil
+    if self.owned then self.fh:close() end
+  end
+end
+
+File.__gc = File.close
+File.__close = File.close
+
+function File:__tostring()
+  return ("perfev.perfdata.file (%s%s)"):format(self.name, self.r and "" or ", closed")
+end
+
+return M

@@ -1,0 +1,571 @@
+-- perfev.sampler: a sampling session over a task and the children it
+-- forks, or over a command started for the purpose, like `perf record -p`
+-- and `perf record -- CMD`. One event per CPU (per event spec) with
+-- pid set and inherit: the kernel refuses to mmap an inherited per-task
+-- event opened with cpu == -1, so per-CPU events are the way to follow
+-- children through a ring buffer. See doc/sampler.md.
+local core = require "perfev.core"
+local spec = require "perfev.spec"
+
+local M = {}
+
+local S = {}           -- session methods
+S.__index = S
+
+local SAMPLE = core.SAMPLE
+local DEFAULT_SAMPLE_TYPE = { "ip", "tid", "time", "period" }
+local DEFAULT_FREQ = 1000       -- Hz, when neither the spec nor opts give a period
+local DEFAULT_PAGES = 32        -- data pages per CPU ring
+local POLL_SLICE_MS = 10        -- see S:poll
+local EPERM, ESRCH, EACCES = 1, 3, 13
+
+-- Options of perfev.sampler, with the type each takes; anything else is a
+-- mistake (a misspelt side-band name would otherwise be silently ignored).
+local OPTIONS = {
+  event = "spec", events = "table", pid = "integer", command = "string", cpus = "table",
+  period = "integer", freq = "integer", sample_type = "mask", inherit = "boolean",
+  pages = "integer", attr = "table", sample_id_all = "boolean",
+}
+-- Side-band records: asked of the first event only, or every event of a
+-- CPU would write its own copy of each record.
+local SIDEBAND = { "comm", "comm_exec", "task", "mmap", "mmap2", "mmap_data", "build_id",
+                   "context_switch", "namespaces", "cgroup", "ksymbol", "bpf_event", "text_poke" }
+for _, k in ipairs(SIDEBAND) do OPTIONS[k] = "boolean" end
+
+-- Records that concern the event rather than a task: never filtered out
+-- when following a command (their trailer names whichever task was
+-- running, and losses must never be silent).
+local EVENT_RECORDS = { lost = true, lost_samples = true, throttle = true, unthrottle = true }
+
+local function fail(fmt, ...)
+  error("perfev.sampler: " .. fmt:format(...), 3)
+end
+
+-- ---- CPUs ----
+
+-- "0-3,5,7-8" (the kernel's cpulist format) -> { 0, 1, 2, 3, 5, 7, 8 }
+function M.parse_cpulist(s)
+  if type(s) ~= "string" then error("perfev.sampler.parse_cpulist: a string, got " .. type(s), 2) end
+  local cpus = {}
+  for item in s:gmatch("[^,%s]+") do
+    local lo, hi = item:match("^(%d+)%-(%d+)$")
+    if not lo then lo = item:match("^(%d+)$"); hi = lo end
+    if not lo or tonumber(lo) > tonumber(hi) then
+      error(("perfev.sampler.parse_cpulist: bad item '%s' in '%s'"):format(item, s), 2)
+    end
+    for c = tonumber(lo), tonumber(hi) do cpus[#cpus + 1] = c end
+  end
+  return cpus
+end
+
+-- The online CPUs, from /sys/devices/system/cpu/online.
+function M.online_cpus()
+  local f, msg, errno = io.open("/sys/devices/system/cpu/online", "r")
+  if not f then return nil, "perfev.sampler: cannot read the online CPUs: " .. msg, errno end
+  local s = f:read("a")
+  f:close()
+  return M.parse_cpulist(s)
+end
+
+-- ---- options ----
+
+local function is_pow2(n)
+  return n > 0 and n & (n - 1) == 0
+end
+
+local function check_options(opts)
+  if type(opts) ~= "table" then fail("options are a table, got %s", type(opts)) end
+  for k, v in pairs(opts) do
+    local want = OPTIONS[k]
+    if not want then fail("unknown option '%s'", tostring(k)) end
+    local ok
+    if want == "spec" then ok = type(v) == "string" or type(v) == "table" or type(v) == "userdata"
+    elseif want == "mask" then ok = type(v) == "string" or type(v) == "table" or math.type(v) == "integer"
+    elseif want == "integer" then ok = math.type(v) == "integer"
+    else ok = type(v) == want end
+    if not ok then fail("option '%s' is a %s, got %s", k, want, type(v)) end
+  end
+  if opts.event and opts.events then fail("give 'event' or 'events', not both") end
+  if opts.pid and opts.command then fail("give 'pid' or 'command', not both") end
+  if opts.command and opts.inherit == false then
+    fail("option 'inherit' cannot be false with 'command': the command inherits the events")
+  end
+  if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
+  for _, k in ipairs { "period", "freq" } do
+    if opts[k] and opts[k] <= 0 then fail("option '%s' must be > 0, got %d", k, opts[k]) end
+  end
+  if opts.pid and opts.pid < -1 then fail("option 'pid' must be >= -1, got %d", opts.pid) end
+  if opts.pages and not is_pow2(opts.pages) then
+    fail("option 'pages': the number of data pages per CPU must be a power of two, got %d", opts.pages)
+  end
+  if opts.events and #opts.events == 0 then fail("option 'events' is an empty list") end
+  if opts.cpus then
+    if #opts.cpus == 0 then fail("option 'cpus' is an empty list") end
+    for i, c in ipairs(opts.cpus) do
+      if math.type(c) ~= "integer" or c < 0 then fail("option 'cpus'[%d] is not a CPU number", i) end
+    end
+  end
+end
+
+local function mask_of(st)
+  if math.type(st) == "integer" then return st end
+  return core.attr({ sample_type = st }).sample_type
+end
+
+-- The attr of event spec i, with the sampler's settings. Built before
+-- anything is opened, so that a mistake raises with nothing to clean up.
+local function build_attr(s, i, nspecs, opts, mode)
+  local a, name = spec.attr(s)   -- a copy: the caller's attr is never changed
+  for k, v in pairs(opts.attr or {}) do a[k] = v end
+  if opts.freq then
+    a.freq, a.sample_freq = true, opts.freq
+  elseif opts.period then
+    a.freq, a.sample_period = false, opts.period
+  elseif a.sample_period == 0 then
+    a.freq, a.sample_freq = true, DEFAULT_FREQ
+  end
+  local st = opts.sample_type and mask_of(opts.sample_type)
+             or (a.sample_type ~= 0 and a.sample_type) or mask_of(DEFAULT_SAMPLE_TYPE)
+  -- following a command filters by pid and orders by time; several
+  -- events of one ring are told apart by their id
+  if mode == "command" then st = st | SAMPLE.TID | SAMPLE.TIME end
+  if nspecs > 1 then st = st | SAMPLE.IDENTIFIER end
+  a.sample_type = st
+  a.disabled = true
+  a.inherit = opts.inherit
+  a.enable_on_exec = mode == "command"
+  if i == 1 then
+    for _, k in ipairs(SIDEBAND) do
+      if opts[k] ~= nil then a[k] = opts[k] end
+    end
+  end
+  -- the kernel writes mmap records only while some event has mmap or
+  -- mmap_data set (it counts those bits alone), and writes them in the
+  -- mmap2 form whenever mmap2 is set: mmap2 alone would get nothing
+  if a.mmap2 ~= 0 then a.mmap = true end
+  -- every event alike: the events of a ring must agree on it
+  if opts.sample_id_all ~= nil then a.sample_id_all = opts.sample_id_all
+  else a.sample_id_all = true end
+  if mode == "command" then a.sample_id_all = true end
+  return a, name
+end
+
+-- ---- opening ----
+
+local function own_pid()
+  local f = assert(io.open("/proc/self/stat", "r"))
+  local pid = tonumber(f:read("a"):match("^(%d+)"))
+  f:close()
+  return pid
+end
+
+local function close_all(self)
+  for _, r in ipairs(self.rings) do r:close() end
+  for _, ev in ipairs(self.events) do ev:close() end
+  if self.watch then
+    local ev = self.watch:event()
+    self.watch:close()
+    ev:close()
+  end
+  self.watch = nil
+end
+
+-- perfev.open's rules for one event: perf's exclude_guest fallback (in
+-- spec.open), and user-space only when the kernel refuses kernel samples
+-- to this user and the event came from a name. The fallback changes the
+-- attr, so the spec's events on the next CPUs open user-space at once:
+-- fallbacks[i] remembers it for them.
+local function open_one(a, i, names, from_string, fallbacks, pid, cpu)
+  local ev, msg, errno = spec.open(a, pid, cpu)
+  if not ev and (errno == EPERM or errno == EACCES) and from_string[i] and a.exclude_kernel == 0 then
+    a.exclude_kernel, a.exclude_hv = true, true
+    ev = core.open(a, pid, cpu)
+    if ev then fallbacks[i] = "exclude_kernel" else a.exclude_kernel, a.exclude_hv = false, false end
+  end
+  if not ev then return nil, msg, errno end
+  ev:data().name = names[i]
+  ev:data().fallback = fallbacks[i]
+  return ev
+end
+
+-- One event per spec on each CPU; the first event of a CPU owns its ring
+-- and the others write into it (ring:add).
+local function open_events(self, attrs, names, from_string, pid, pages)
+  local fallbacks = {}
+  for k, cpu in ipairs(self.cpus) do
+    local ring
+    for i, a in ipairs(attrs) do
+      local ev, msg, errno = open_one(a, i, names, from_string, fallbacks, pid, cpu)
+      if not ev then return nil, ("%s (event '%s', cpu %d)"):format(msg, names[i], cpu), errno end
+      self.events[#self.events + 1] = ev
+      self.by_spec[i][k] = ev
+      local ok
+      if i == 1 then
+        ring, msg, errno = ev:mmap(pages)
+        ok = ring ~= nil
+        self.rings[k] = ring
+      else
+        ok, msg, errno = ring:add(ev)
+      end
+      if not ok then return nil, ("%s (event '%s', cpu %d)"):format(msg, names[i], cpu), errno end
+    end
+  end
+  return true
+end
+
+-- A dummy event on this process catches the fork that creates the
+-- command's process: its pid, and the fork record itself.
+local function start_command(self, cmd, sample_type)
+  local me = self.me
+  -- (user-space only: it counts nothing, and perf_event_paranoid 2 refuses
+  -- an unprivileged user anything else)
+  local a = core.attr { type = "software", config = core.SW.DUMMY, task = true,
+                        sample_id_all = true, sample_type = sample_type, disabled = true,
+                        exclude_kernel = true, exclude_hv = true }
+  local dummy, msg, errno = core.open(a, 0, -1)
+  if not dummy then return nil, msg, errno end
+  local dring
+  dring, msg, errno = dummy:mmap(1)
+  if not dring then dummy:close(); return nil, msg, errno end
+  dummy:enable()
+  local p, perr = io.popen(cmd, "r")
+  dummy:disable()
+  local forks, child = {}, nil
+  for rec in dring:records() do
+    if rec.type == "fork" and rec.ppid == me and not child then
+      child = rec.pid
+      forks[#forks + 1] = rec
+    end
+  end
+  dring:close(); dummy:close()
+  if not p then return nil, "perfev.sampler: cannot start the command: " .. tostring(perr), 0 end
+  self.stdout = p
+  if not child then
+    return nil, "perfev.sampler: no fork record for the command's process (was the ring full?)", 0
+  end
+  self.pid = child
+  self.followed = { [child] = true }
+  if self.want_task then self.pending = forks end
+  -- a per-task event on the child alone: poll() reports POLLHUP on its
+  -- ring when the process exits
+  local w = core.attr { type = "software", config = core.SW.DUMMY, disabled = true,
+                        exclude_kernel = true, exclude_hv = true }
+  local wev
+  wev, msg, errno = core.open(w, child, -1)
+  if not wev then
+    if errno == ESRCH then self.gone = true; return true end
+    return nil, msg, errno
+  end
+  local wring
+  wring, msg, errno = wev:mmap(0)
+  if not wring then wev:close(); return nil, msg, errno end
+  self.watch = wring
+  return true
+end
+
+-- perfev.sampler(opts) -> session | nil, message, errno
+function M.new(opts)
+  opts = opts or {}
+  check_options(opts)
+  local mode = opts.command and "command" or (opts.pid == -1 and "cpu-wide" or "task")
+  local specs = opts.events or { opts.event or "cpu-clock" }
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  if o.inherit == nil then o.inherit = mode ~= "cpu-wide" end
+  local attrs, names, from_string = {}, {}, {}
+  for i, s in ipairs(specs) do
+    attrs[i], names[i] = build_attr(s, i, #specs, o, mode)
+    from_string[i] = type(s) == "string"
+  end
+  local cpus = opts.cpus
+  if not cpus then
+    local msg, errno
+    cpus, msg, errno = M.online_cpus()
+    if not cpus then return nil, msg, errno end
+  end
+  local self = setmetatable({
+    cpus = cpus, events = {}, rings = {}, by_spec = {}, names = names, mode = mode,
+    command = opts.command, pid = opts.pid or 0, maps = {}, proc_maps = {}, me = own_pid(),
+    has_time = attrs[1].sample_type & SAMPLE.TIME ~= 0,
+    want_task = opts.task == true,
+  }, S)
+  for i = 1, #specs do self.by_spec[i] = {} end
+  local ok, msg, errno = open_events(self, attrs, names, from_string, mode == "command" and 0 or self.pid,
+                                     opts.pages or DEFAULT_PAGES)
+  if ok and mode == "command" then
+    ok, msg, errno = start_command(self, opts.command, attrs[1].sample_type)
+    if not ok and self.stdout then self.stdout:close(); self.stdout = nil end
+  end
+  if not ok then
+    close_all(self)
+    return nil, msg, errno
+  end
+  if self.pid == 0 then self.pid = self.me end
+  return self
+end
+
+setmetatable(M, { __call = function(_, opts) return M.new(opts) end })
+
+-- ---- the session ----
+
+local function check_open(self)
+  if self.is_closed then error("perfev.sampler: attempt to use a closed session", 3) end
+end
+
+local function each_event(self, method)
+  check_open(self)
+  for _, ev in ipairs(self.events) do
+    local ok, msg, errno = ev[method](ev)
+    if not ok then return nil, msg, errno end
+  end
+  return true
+end
+
+-- s:enable() / s:disable(): every event on every CPU, and (the ioctls act
+-- on inherited events too) every copy in the children.
+function S:enable() return each_event(self, "enable") end
+function S:disable() return each_event(self, "disable") end
+
+-- Whether rec belongs to what the session follows: the command's process
+-- and the processes it forks (learnt from fork records, in time order).
+local function keep(self, rec)
+  local f = self.followed
+  if not f or EVENT_RECORDS[rec.type] then return true end
+  if rec.type == "fork" and f[rec.ppid] then f[rec.pid] = true end
+  local pid = rec.pid
+  return pid == nil or f[pid] == true
+end
+
+-- The address spaces s:resolve uses: mmap/mmap2 records by pid; an exec
+-- starts afresh, a fork copies its parent's.
+local function track(self, rec)
+  local t, maps = rec.type, self.maps
+  if t == "mmap" or t == "mmap2" then
+    local m = maps[rec.pid]
+    if not m then m = {}; maps[rec.pid] = m end
+    m[#m + 1] = rec
+  elseif t == "comm" and rec.comm_exec then
+    maps[rec.pid] = {}
+  elseif t == "fork" and rec.pid ~= rec.ppid and maps[rec.ppid] then
+    local parent = maps[rec.ppid]
+    maps[rec.pid] = table.move(parent, 1, #parent, 1, {})
+  end
+end
+
+-- s:records() -> iterator over the records every ring holds now, merged in
+-- time order (by sample time, or the sample_id_all trailer's; a record
+-- without a time keeps its place after the one before it in its ring),
+-- else CPU by CPU. rec.cpu is set from the ring when the record has none,
+-- rec.event to the event that wrote it.
+function S:records()
+  check_open(self)
+  local recs, times, n = {}, {}, 0
+  local function take(rec, cpu, ev, last)
+    if rec.cpu == nil then rec.cpu = cpu end
+    if rec.event == nil then rec.event = ev end
+    n = n + 1
+    recs[n] = rec
+    local t = rec.time or last
+    times[n] = t
+    return t
+  end
+  if self.pending then
+    for _, rec in ipairs(self.pending) do take(rec, nil, nil, 0) end
+    self.pending = nil
+  end
+  for k, ring in ipairs(self.rings) do
+    local last, cpu, ev = 0, self.cpus[k], self.by_spec[1][k]
+    for rec in ring:records() do last = take(rec, cpu, ev, last) end
+  end
+  local order = {}
+  for i = 1, n do order[i] = i end
+  if self.has_time then
+    table.sort(order, function(a, b)
+      local ta, tb = times[a], times[b]
+      if ta ~= tb then return math.ult(ta, tb) end
+      return a < b
+    end)
+  end
+  local i = 0
+  return function()
+    while i < n do
+      i = i + 1
+      local rec = recs[order[i]]
+      if keep(self, rec) then
+        track(self, rec)
+        return rec
+      end
+    end
+    return nil
+  end
+end
+
+-- Whether the followed process is gone: a command's process (its watch
+-- event), or the task every ring's event followed.
+local function hung_up(self, ring_hups)
+  if self.mode == "command" then
+    if self.gone then return true end
+    if not self.watch then return false end
+    local _, hup = self.watch:poll(0)
+    return hup == true
+  end
+  return ring_hups
+end
+
+-- Every ring without waiting: readable, hup | nil, message, errno.
+local function poll_now(self)
+  if self.pending and #self.pending > 0 then return true, hung_up(self, false) end
+  local readable, all_hup = false, #self.rings > 0
+  for _, r in ipairs(self.rings) do
+    local rd, hup, errno = r:poll(0)
+    if rd == nil then return nil, hup, errno end
+    readable = readable or rd
+    all_hup = all_hup and hup
+  end
+  return readable, hung_up(self, all_hup)
+end
+
+-- s:poll([ms = -1]) -> readable, hup | nil, message, errno.
+-- readable: some ring holds records; hup: the followed process has exited
+-- (a command's process; in pid mode the task and every child). ms 0 never
+-- blocks, -1 waits without limit. With several rings the wait sleeps on
+-- one fd (the command's watch, or the first ring) in slices of 10 ms and
+-- looks at every ring between slices: data on another CPU's ring is seen
+-- within a slice.
+function S:poll(ms)
+  check_open(self)
+  if ms == nil then ms = -1 end
+  if math.type(ms) ~= "integer" or ms < -1 then
+    error("perfev.sampler: poll takes milliseconds, or -1 to wait without limit", 2)
+  end
+  if #self.rings == 1 and self.mode ~= "command" then return self.rings[1]:poll(ms) end
+  local readable, hup, errno = poll_now(self)
+  if readable == nil or readable or hup or ms == 0 then return readable, hup, errno end
+  local left = ms
+  while ms < 0 or left > 0 do
+    local slice = (ms >= 0 and left < POLL_SLICE_MS) and left or POLL_SLICE_MS
+    local waiter = self.watch or self.rings[1]
+    local rd, msg, err = waiter:poll(slice)
+    if rd == nil then return nil, msg, err end
+    left = left - slice
+    readable, hup, errno = poll_now(self)
+    if readable == nil or readable or hup then return readable, hup, errno end
+  end
+  return false, false
+end
+
+-- s:lost() -> samples the kernel reported lost on every ring so far
+function S:lost()
+  check_open(self)
+  local n = 0
+  for _, r in ipairs(self.rings) do n = n + r:lost() end
+  return n
+end
+
+-- s:read() -> { [i] = count, [name] = count }: each event's count summed
+-- over the CPUs (inherited copies fold into it as children exit); false
+-- when the event never ran.
+function S:read()
+  check_open(self)
+  local out = {}
+  for i, evs in ipairs(self.by_spec) do
+    local sum = false
+    for _, ev in ipairs(evs) do
+      local v, msg, errno = ev:read()
+      if v == nil then return nil, msg, errno end
+      if v then sum = (sum or 0) + v end
+    end
+    out[i] = sum
+    out[self.names[i]] = sum
+  end
+  return out
+end
+
+-- /proc/PID/maps as mmap-like rows, for mappings made before the session.
+local function proc_maps(self, pid)
+  local m = self.proc_maps[pid]
+  if m ~= nil then return m end
+  m = false
+  local f = io.open("/proc/" .. pid .. "/maps", "r")
+  if f then
+    m = {}
+    for line in f:lines() do
+      local lo, hi, off, path = line:match("^(%x+)-(%x+) %S+ (%x+) %S+ %S+%s*(.*)$")
+      if lo and path ~= "" then
+        local addr = tonumber(lo, 16)
+        m[#m + 1] = { addr = addr, len = tonumber(hi, 16) - addr, pgoff = tonumber(off, 16), filename = path }
+      end
+    end
+    f:close()
+  end
+  self.proc_maps[pid] = m
+  return m
+end
+
+local function find(list, ip)
+  for i = #list, 1, -1 do   -- the newest mapping wins
+    local m = list[i]
+    if not math.ult(ip, m.addr) and math.ult(ip - m.addr, m.len) then return m end
+  end
+  return nil
+end
+
+-- s:resolve(pid, ip) -> filename, file_offset, mapping | nil: the mapping
+-- ip fell in, from the mmap/mmap2 records iterated so far, else from
+-- /proc/PID/maps while the process lives.
+function S:resolve(pid, ip)
+  check_open(self)
+  if math.type(pid) ~= "integer" then error("perfev.sampler: resolve: pid is an integer", 2) end
+  if math.type(ip) ~= "integer" then error("perfev.sampler: resolve: ip is an integer", 2) end
+  if pid == 0 then pid = self.me end
+  local m = self.maps[pid] and find(self.maps[pid], ip)
+  if not m then
+    local pm = proc_maps(self, pid)
+    m = pm and find(pm, ip)
+  end
+  if not m then return nil end
+  return m.filename, ip - m.addr + m.pgoff, m
+end
+
+-- s:pids() -> the followed pids seen so far (a command's process and its
+-- descendants), sorted; nil when the session is not following a command.
+function S:pids()
+  if not self.followed then return nil end
+  local out = {}
+  for pid in pairs(self.followed) do out[#out + 1] = pid end
+  table.sort(out)
+  return out
+end
+
+-- s:wait() -> ok, how, code, output: the command's remaining output, then
+-- its exit status as io.popen's close gives it.
+function S:wait()
+  if not self.stdout then error("perfev.sampler: wait() is for a session started with 'command'", 2) end
+  local p = self.stdout
+  self.stdout = nil
+  local out = p:read("a")
+  local ok, how, code = p:close()
+  return ok, how, code, out
+end
+
+-- s:close(): every ring, then every event. A command still running is
+-- left to run (its pipe is closed with the session's stdout handle).
+function S:close()
+  if self.is_closed then return true end
+  close_all(self)
+  self.is_closed = true
+  return true
+end
+
+function S:closed()
+  return self.is_closed == true
+end
+
+S.__close = S.close
+
+function S:__tostring()
+  return ("perfev.sampler(%s %s, %d CPUs%s)"):format(self.mode, self.command or tostring(self.pid),
+                                                    #self.cpus, self.is_closed and ", closed" or "")
+end
+
+return M

@@ -1,0 +1,197 @@
+-- perfev.decode(bytes, attr, { swap = true }): records written by a machine
+-- of the other byte order (a perf.data file from one) decode to the same
+-- tables as the same records written in this machine's order. Every record
+-- type and sample field is built here twice with string.pack, once in each
+-- byte order; bitfields are laid out as each order's compiler lays them.
+local perfev = require "perfev"
+local core = require "perfev.core"
+
+local R, MISC, CTX = core.RECORD, core.MISC, core.CONTEXT
+local pack = string.pack
+
+local NATIVE = pack("=I2", 1) == pack("<I2", 1) and "<" or ">"
+local OTHER = NATIVE == "<" and ">" or "<"
+
+-- The bitfields of perf_branch_entry's flags word: a little-endian compiler
+-- allocates them from bit 0 up, a big-endian one from bit 63 down.
+local BRANCH_BITS = { mispred = { 0, 1 }, predicted = { 1, 1 }, in_tx = { 2, 1 }, abort = { 3, 1 },
+                      cycles = { 4, 16 }, type = { 20, 4 }, spec = { 24, 2 }, new_type = { 26, 4 },
+                      priv = { 30, 3 } }
+
+-- Record builders for byte order E ("<" or ">").
+local function builder(E)
+  local b = {}
+  local function ints(fmt) return function(...) return pack(E .. fmt:rep(select("#", ...)), ...) end end
+  b.u64, b.u32, b.u16 = ints("I8"), ints("I4"), ints("I2")
+  function b.record(rtype, misc, body)
+    body = body .. ("\0"):rep((8 - #body % 8) % 8)
+    return pack(E .. "I4I2I2", rtype, misc or 0, 8 + #body) .. body
+  end
+  function b.cstr(s) return s .. "\0" .. ("\0"):rep((8 - (#s + 1) % 8) % 8) end
+  function b.branch_flags(t)
+    local v = 0
+    for name, x in pairs(t) do
+      local bit, width = BRANCH_BITS[name][1], BRANCH_BITS[name][2]
+      v = v | (x << (E == ">" and 64 - bit - width or bit))
+    end
+    return b.u64(v)
+  end
+  -- The sample_id trailer of TID|TIME|ID|STREAM_ID|CPU|IDENTIFIER.
+  function b.trailer(id) return b.u32(101, 102) .. b.u64(103, id, 105) .. b.u32(3, 0) .. b.u64(id) end
+  return b
+end
+
+local A1 = { sample_type = { "identifier", "ip", "tid", "time", "addr", "id", "stream_id", "cpu", "period",
+                             "read", "callchain", "raw", "branch_stack", "regs_user", "stack_user",
+                             "weight_struct", "data_src", "transaction", "phys_addr", "cgroup",
+                             "data_page_size", "code_page_size", "aux" },
+             read_format = { "group", "total_time_enabled", "id", "lost" },
+             branch_sample_type = { "any", "hw_index" }, sample_regs_user = (1 << 0) | (1 << 8),
+             sample_id_all = true }
+local A2 = { sample_type = { "identifier", "ip", "weight", "regs_intr" }, sample_regs_intr = 1 << 8,
+             sample_id_all = true }
+
+-- One of every record type and sample field, in byte order E.
+local function stream(E)
+  local b = builder(E)
+  local u64, u32, u16, rec, cstr, T = b.u64, b.u32, b.u16, b.record, b.cstr, b.trailer
+  local src = (2 << 0) | ((2 | 8) << 5) | (1 << 24) | (1 << 33)
+  local sample1 = rec(R.SAMPLE, MISC.USER | MISC.EXACT_IP,
+    u64(1, 0x401000) .. u32(10, 11) .. u64(123456789, 0xdead000, 1, 78) .. u32(2, 0) .. u64(100000)
+    .. u64(2, 500, 7, 1, 0, 8, 2, 3)                                             -- read: group of 2
+    .. u64(5, CTX.KERNEL, 0xffffffff81000010, CTX.USER, 0x401000, 0x401100)   -- callchain
+    .. u32(12) .. "RAW\1\2\3\4\5\6\7\8\9"                                     -- raw
+    .. u64(2, 9, 0x10, 0x20) .. b.branch_flags { mispred = 1, cycles = 100, type = 3, priv = 5 }
+    .. u64(0x30, 0x40) .. b.branch_flags { predicted = 1, in_tx = 1, abort = 1, spec = 2, new_type = 9 }
+    .. u64(2, 0x1111, 0x2222)                                                  -- regs_user: abi, ax, ip
+    .. u64(16) .. "stackstackstack!" .. u64(12)                               -- stack_user, dyn_size
+    .. u64(70000 | (12 << 32) | (34 << 48))                                    -- weight_struct
+    .. u64(src, 0x100000003, 0x1234000, 55, 4096, 2097152)
+    .. u64(8) .. "AUXDATA!")
+  local sample2 = rec(R.SAMPLE, MISC.KERNEL, u64(2, 0xffffffff81234567, 300, 2, 0xabc))
+  return table.concat {
+    sample1, sample2,
+    rec(R.MMAP, MISC.USER | MISC.MMAP_DATA, u32(7, 8) .. u64(0x400000, 4096, 0) .. cstr("/bin/true") .. T(1)),
+    rec(R.LOST, 0, u64(1, 17) .. T(1)),
+    rec(R.COMM, MISC.COMM_EXEC, u32(5, 6) .. cstr("lua5.4") .. T(1)),
+    rec(R.EXIT, 0, u32(1, 2, 3, 4) .. u64(99) .. T(1)),
+    rec(R.FORK, MISC.FORK_EXEC, u32(1, 2, 3, 4) .. u64(98) .. T(1)),
+    rec(R.THROTTLE, 0, u64(50, 1, 105) .. T(1)),
+    rec(R.READ, 0, u32(9, 10) .. u64(1, 555, 1234, 1, 0) .. T(1)),
+    rec(R.MMAP2, MISC.USER, u32(7, 8) .. u64(0x1000, 0x2000, 0x3000) .. u32(8, 1) .. u64(424242, 3)
+      .. u32(5, 2) .. cstr("/usr/lib/libc.so.6") .. T(1)),
+    rec(R.MMAP2, MISC.MMAP_BUILD_ID, u32(7, 8) .. u64(0x1000, 0x2000, 0) .. pack("I1I1I2", 20, 0, 0)
+      .. ("\1\2\3\4\5"):rep(4) .. u32(5, 2) .. cstr("/x") .. T(1)),
+    rec(R.AUX, 0, u64(4096, 512, 1 | 4) .. T(1)),
+    rec(R.ITRACE_START, 0, u32(11, 12) .. T(1)),
+    rec(R.LOST_SAMPLES, 0, u64(33) .. T(1)),
+    rec(R.SWITCH, MISC.SWITCH_OUT | MISC.SWITCH_OUT_PREEMPT, T(1)),
+    rec(R.SWITCH_CPU_WIDE, 0, u32(20, 21) .. T(1)),
+    rec(R.NAMESPACES, 0, u32(1, 2) .. u64(2, 10, 11, 20, 21) .. T(1)),
+    rec(R.KSYMBOL, 0, u64(0xffffffffc0000000) .. u32(256) .. u16(1, 0) .. cstr("bpf_prog_x") .. T(1)),
+    rec(R.BPF_EVENT, 0, u16(1, 0) .. u32(77) .. "TAGTAG!!" .. T(1)),
+    rec(R.CGROUP, 0, u64(9) .. cstr("/user.slice") .. T(1)),
+    rec(R.TEXT_POKE, 0, u64(0xffffffff81000000) .. u16(2, 5) .. "\x90\x90" .. "\xe8\1\2\3\4"
+      .. ("\0"):rep(5) .. T(1)),
+    rec(R.AUX_OUTPUT_HW_ID, 0, u64(6) .. T(1)),
+    rec(R.CALLCHAIN_DEFERRED, 0, u64(42, 3, CTX.USER, 0x401000, 0x402000) .. T(1)),
+    rec(200, 0, "abcdefgh"),
+  }
+end
+
+local function decode_all(bytes, attrs, opts)
+  local out = {}
+  for r in perfev.decode(bytes, attrs, opts) do out[#out + 1] = r end
+  return out
+end
+
+describe("perfev.decode with swap", function()
+  local attrs = { [1] = perfev.attr(A1), [2] = perfev.attr(A2) }
+  local native, other = stream(NATIVE), stream(OTHER)
+
+  it("builds two different byte strings of the same length", function()
+    assert.equal(#native, #other)
+    assert.are_not.equal(native, other)
+  end)
+
+  it("decodes every record type and sample field of the other byte order as this order's", function()
+    local want = decode_all(native, attrs)
+    local got = decode_all(other, attrs, { swap = true })
+    assert.equal(24, #want)
+    assert.equal(#want, #got)
+    for i = 1, #want do assert.same(want[i], got[i], "record " .. i .. " (" .. tostring(want[i].type) .. ")") end
+  end)
+
+  it("the values are the ones written, not two equal mistakes", function()
+    local s1, s2 = table.unpack(decode_all(other, attrs, { swap = true }), 1, 2)
+    assert.same({ "sample", 1, 0x401000, 10, 11, 123456789, 100000, 2, "user" },
+                { s1.type, s1.id, s1.ip, s1.pid, s1.tid, s1.time, s1.period, s1.cpu, s1.cpumode })
+    assert.is_true(s1.exact_ip)
+    assert.same({ 0xffffffff81000010, 0x401000, 0x401100 }, s1.callchain)
+    assert.same({ { context = "kernel", first = 1, last = 1 }, { context = "user", first = 2, last = 3 } },
+                s1.callchain_contexts)
+    assert.same({ nr = 2, time_enabled = 500, { value = 7, id = 1, lost = 0 }, { value = 8, id = 2, lost = 3 } },
+                s1.read)
+    assert.same({ hw_idx = 9,
+      { from = 0x10, to = 0x20, mispred = true, predicted = false, in_tx = false, abort = false,
+        cycles = 100, type = 3, spec = 0, new_type = 0, priv = 5 },
+      { from = 0x30, to = 0x40, mispred = false, predicted = true, in_tx = true, abort = true,
+        cycles = 0, type = 0, spec = 2, new_type = 9, priv = 0 } }, s1.branch_stack)
+    assert.same({ abi = 2, ax = 0x1111, ip = 0x2222 }, s1.regs_user)
+    assert.same({ "stackstackstack!", 12 }, { s1.stack_user, s1.dyn_size })
+    assert.same({ 70000, 12, 34 }, { s1.weight, s1.var2_w, s1.var3_w })
+    assert.same({ op = "load", lvl = "hit|l1", lock = "na", lvl_num = "l1" }, s1.mem)
+    assert.same({ 0x100000003, 0x1234000, 55, 4096, 2097152, "AUXDATA!" },
+                { s1.transaction, s1.phys_addr, s1.cgroup, s1.data_page_size, s1.code_page_size, s1.aux })
+    assert.same({ 2, "ffffffff81234567", 300, 0xabc, "kernel" },
+                { s2.id, ("%x"):format(s2.ip), s2.weight, s2.regs_intr.ip, s2.cpumode })
+  end)
+
+  it("leaves strings and byte blobs in the writer's order: raw, build ids, tags, text_poke bytes", function()
+    local recs = decode_all(other, attrs, { swap = true })
+    assert.equal("RAW\1\2\3\4\5\6\7\8\9", recs[1].raw)
+    local by_type = {}
+    for _, r in ipairs(recs) do by_type[r.type] = by_type[r.type] or r end
+    assert.equal(("\1\2\3\4\5"):rep(4), recs[11].build_id)
+    assert.equal("TAGTAG!!", by_type.bpf_event.tag)
+    assert.same({ "\x90\x90", "\xe8\1\2\3\4" }, { by_type.text_poke.old_bytes, by_type.text_poke.new_bytes })
+    assert.same({ 424242, 8, 1, 3 }, { by_type.mmap2.ino, by_type.mmap2.maj, by_type.mmap2.min,
+                                       by_type.mmap2.ino_generation })
+    assert.equal("/usr/lib/libc.so.6", by_type.mmap2.filename)
+    assert.equal("abcdefgh", recs[24].data)
+    assert.equal(200, recs[24].type)
+  end)
+
+  it("without swap, the other order's records do not decode", function()
+    local ok = pcall(decode_all, other, attrs)
+    assert.is_false(ok)
+  end)
+
+  it("never reads out of bounds: every truncation and byte flip of swapped input errors or decodes", function()
+    local t = {}
+    local function run(s)
+      local ok, err = pcall(decode_all, s, attrs, { swap = true, into = t })
+      assert(ok or err:match("malformed record"), err)
+    end
+    for cut = 0, #other - 1, 3 do run(other:sub(1, cut)) end
+    local rnd = 4321
+    local function rand(n) rnd = (rnd * 1103515245 + 12345) % 2147483648; return rnd % n end
+    for _ = 1, 2000 do
+      local i = rand(#other) + 1
+      run(other:sub(1, i - 1) .. string.char(rand(256)) .. other:sub(i + 1))
+    end
+  end)
+
+  it("swap = false is this machine's order, and combines with into", function()
+    assert.same(decode_all(native, attrs), decode_all(native, attrs, { swap = false }))
+    local want, t, n = decode_all(native, attrs), {}, 0
+    for r in perfev.decode(other, attrs, { swap = true, into = t }) do
+      n = n + 1
+      assert.is_true(rawequal(r, t))
+      assert.equal(want[n].type, r.type)
+      assert.equal(want[n].time, r.time)
+      assert.equal(want[n].size, r.size)
+    end
+    assert.equal(#want, n)
+  end)
+end)

@@ -1,0 +1,215 @@
+-- perfev.elf: the ELF64 reader uprobes use. Checked against readelf and nm
+-- (binutils) and against the file offsets `perf probe -n -v -x BIN FUNC`
+-- computes, on the spec helper (with .symtab), the system C library
+-- (stripped: .dynsym only), a non-PIE executable built here with gcc, a
+-- stripped copy of the helper, and on synthetic ELF files of both byte
+-- orders built below.
+local elf = require "perfev.elf"
+local u = require "spec.support.util"
+
+local function have(cmd) return (u.sh("command -v " .. cmd .. " 2>/dev/null")) ~= "" end
+
+local HELPER = assert(package.searchpath("bphelper", package.cpath), "bphelper.so not on package.cpath")
+local LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+if not u.exists(LIBC) then LIBC = "/lib/x86_64-linux-gnu/libc.so.6" end
+
+local function tmpdir()
+  return (u.sh("mktemp -d"):gsub("%s+$", ""))
+end
+
+-- perf probe's file offset for func in bin (dry run: nothing is written)
+local function perf_offset(bin, func)
+  local out = u.sh(("perf probe -n -v -x '%s' -a '%s' 2>&1"):format(bin, func))
+  local hex = out:match("Writing event: %S+ %S+:0x(%x+)")
+  return hex and tonumber(hex, 16), out
+end
+
+-- nm's value for a defined function symbol (T/t/W/i) of bin
+local function nm_value(bin, func, dynamic)
+  local out = u.sh(("nm %s '%s' 2>/dev/null"):format(dynamic and "-D" or "", bin))
+  for line in out:gmatch("[^\n]+") do
+    local v, kind, name = line:match("^(%x+) (%a) (%S+)$")
+    if name and (name == func or name:match("^([^@]+)@") == func) and kind:match("[TtWi]") then
+      return tonumber(v, 16)
+    end
+  end
+end
+
+-- A synthetic ELF64 shared object: one PT_LOAD mapping file offset 0x1000
+-- at vaddr 0x401000, and a .symtab with three functions and an object.
+local function synthetic(order)
+  local p = function(fmt, ...) return string.pack(order .. fmt, ...) end
+  local strtab = "\0alpha\0beta\0gamma\0datum\0"
+  local shstr = "\0.symtab\0.strtab\0.shstrtab\0"
+  local function sym(name, info, shndx, value, size) return p("I4BBI2I8I8", name, info, 0, shndx, value, size) end
+  local syms = sym(0, 0, 0, 0, 0) .. sym(1, 0x12, 1, 0x401100, 32) .. sym(7, 0x22, 1, 0x401200, 16)
+               .. sym(12, 0x02, 1, 0x401300, 8) .. sym(18, 0x11, 1, 0x402000, 8)
+  local body_at = 0x40 + 0x38                     -- after the ELF header and one program header
+  local sym_at = body_at
+  local str_at = sym_at + #syms
+  local shstr_at = str_at + #strtab
+  local sh_at = (shstr_at + #shstr + 7) & ~7
+  local ident = "\127ELF" .. string.char(2, order == "<" and 1 or 2, 1, 0) .. ("\0"):rep(8)
+  local ehdr = ident .. p("I2I2I4I8I8I8I4I2I2I2I2I2I2", 3, 62, 1, 0, 0x40, sh_at, 0, 64, 56, 1, 64, 4, 3)
+  local phdr = p("I4I4I8I8I8I8I8I8", 1, 5, 0x1000, 0x401000, 0x401000, 0x2000, 0x2000, 0x1000)
+  local function shdr(name, type, off, size, link, entsize)
+    return p("I4I4I8I8I8I8I4I4I8I8", name, type, 0, 0, off, size, link, 0, 8, entsize)
+  end
+  local shdrs = shdr(0, 0, 0, 0, 0, 0) .. shdr(1, 2, sym_at, #syms, 2, 24) .. shdr(9, 3, str_at, #strtab, 0, 0)
+                .. shdr(17, 3, shstr_at, #shstr, 0, 0)
+  local img = ehdr .. phdr .. syms .. strtab .. shstr
+  return img .. ("\0"):rep(sh_at - #img) .. shdrs
+end
+
+local function write(path, bytes)
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  return path
+end
+
+describe("perfev.elf", function()
+  local dir
+  setup(function() dir = tmpdir() end)
+  teardown(function() u.sh("rm -rf '" .. dir .. "'") end)
+
+  it("reads the section and program headers as readelf does", function()
+    if not have("readelf") then
+      pending("readelf (binutils) is not installed")
+      return
+    end
+    local e = assert(elf.open(HELPER))
+    assert.equal("shared object", e.type)
+    local names = {}
+    for _, s in ipairs(e.sections) do if s.sname ~= "" then names[#names + 1] = s.sname end end
+    local want = {}
+    for name in u.sh("readelf -SW '" .. HELPER .. "'"):gmatch("%]%s+(%.%S+)") do want[#want + 1] = name end
+    assert.is_true(#want > 10)
+    assert.same(want, names)
+    local loads = {}
+    for off, va, fsz in u.sh("readelf -lW '" .. HELPER .. "'"):gmatch("LOAD%s+0x(%x+) 0x(%x+) 0x%x+ 0x(%x+)") do
+      loads[#loads + 1] = { tonumber(off, 16), tonumber(va, 16), tonumber(fsz, 16) }
+    end
+    assert.equal(#loads, #e.segments)
+    for i, ph in ipairs(e.segments) do assert.same(loads[i], { ph.offset, ph.vaddr, ph.filesz }) end
+  end)
+
+  it("finds functions with nm's values, in .symtab and in .dynsym", function()
+    if not have("nm") then
+      pending("nm (binutils) is not installed")
+      return
+    end
+    local e = assert(elf.open(HELPER))
+    for _, f in ipairs { "perfev_probe_target", "luaopen_bphelper", "h_probe_loop", "h_getppid_loop" } do
+      local sym = assert(e:find(f))
+      assert.equal(nm_value(HELPER, f), sym.value, f)
+      assert.equal(".symtab", sym.table, f)
+    end
+    local libc = assert(elf.open(LIBC))
+    for _, f in ipairs { "malloc", "getppid", "syscall", "memcpy" } do
+      local sym = assert(libc:find(f))
+      assert.equal(nm_value(LIBC, f, true), sym.value, f)
+    end
+  end)
+
+  it("gives the file offsets perf probe computes", function()
+    if not have("perf") then
+      pending("perf is not installed (package linux-perf)")
+      return
+    end
+    local cases = { { HELPER, "perfev_probe_target" }, { HELPER, "h_probe_loop" }, { LIBC, "malloc" },
+                    { LIBC, "getppid" }, { LIBC, "syscall" } }
+    if have("gcc") then
+      local src = write(dir .. "/np.c", "int f1(int x){return x*3;}\nint f2(int x){return f1(x)+1;}\n"
+                        .. "int main(int c,char**v){(void)v;return f2(c);}\n")
+      local _, ok = u.sh(("gcc -O0 -no-pie -o '%s/np' '%s' 2>&1"):format(dir, src))
+      assert.is_true(ok)
+      cases[#cases + 1] = { dir .. "/np", "f1" }
+      cases[#cases + 1] = { dir .. "/np", "f2" }
+      cases[#cases + 1] = { dir .. "/np", "main" }
+    end
+    for _, c in ipairs(cases) do
+      local want, out = perf_offset(c[1], c[2])
+      assert(want, "perf probe gave no offset for " .. c[2] .. ":\n" .. out)
+      local off, sym = elf.func_offset(c[1], c[2])
+      assert.equal(want, off, c[2])
+      assert.is_table(sym)
+    end
+    -- a non-PIE executable: the offset is not the virtual address
+    if have("gcc") then
+      local off, sym = elf.func_offset(dir .. "/np", "f1")
+      assert.is_true(sym.value > off)
+      assert.equal("executable", assert(elf.open(dir .. "/np")).type)
+    end
+  end)
+
+  it("uses .dynsym in a stripped binary, and says which tables it searched", function()
+    if not have("strip") then
+      pending("strip (binutils) is not installed")
+      return
+    end
+    local copy = dir .. "/stripped.so"
+    local _, ok = u.sh(("strip --strip-all -o '%s' '%s' 2>&1"):format(copy, HELPER))
+    assert.is_true(ok)
+    local e = assert(elf.open(copy))
+    assert.is_nil(e:section(".symtab"))
+    local sym = assert(e:find("perfev_probe_target"))
+    assert.equal(".dynsym", sym.table)
+    assert.equal(elf.func_offset(HELPER, "perfev_probe_target"), (elf.func_offset(copy, "perfev_probe_target")))
+    -- a static function is gone with .symtab
+    local none, err = e:find("h_probe_loop")
+    assert.is_nil(none)
+    assert.matches("no function 'h_probe_loop' in .-stripped%.so %(searched %.dynsym, %d+ functions%)", err)
+  end)
+
+  it("reads synthetic ELF64 files of both byte orders", function()
+    for _, order in ipairs { "<", ">" } do
+      local path = write(dir .. "/synth" .. (order == "<" and "le" or "be"), synthetic(order))
+      local e = assert(elf.open(path))
+      assert.equal("shared object", e.type)
+      assert.same({ ".symtab", ".strtab", ".shstrtab" },
+                  { e.sections[2].sname, e.sections[3].sname, e.sections[4].sname })
+      local syms = assert(e:symbols())
+      assert.equal(3, #syms.symtab)                  -- the object is not a function
+      local a, b, g = e:find("alpha"), e:find("beta"), e:find("gamma")
+      assert.same({ 0x401100, "global", 32 }, { a.value, a.bind, a.size })
+      assert.same({ 0x401200, "weak" }, { b.value, b.bind })
+      assert.same({ 0x401300, "local" }, { g.value, g.bind })
+      assert.equal(0x1100, e:offset(a.value))
+      assert.equal(0x1300, (elf.func_offset(path, "gamma")))
+      local none, err = e:find("datum")
+      assert.is_nil(none)
+      assert.matches("no function 'datum'", err, 1, true)
+      local off, oerr = e:offset(0x500000)
+      assert.is_nil(off)
+      assert.matches("address 0x500000 is in no PT_LOAD segment", oerr, 1, true)
+    end
+  end)
+
+  it("suggests the nearest names for a missing function", function()
+    local none, err = elf.func_offset(HELPER, "perfev_probe_targte")
+    assert.is_nil(none)
+    assert.matches("no function 'perfev_probe_targte' in .+; nearest: perfev_probe_target", err)
+    assert.same({ "malloc" }, elf.nearest("mallco", { "calloc", "malloc", "free", "mmap" }, 2))
+    assert.same({ "calloc", "malloc" }, elf.nearest("caloc", { "calloc", "malloc", "free", "mmap" }, 2))
+    assert.same({ "getppid" }, elf.nearest("ppid", { "getppid", "getpid", "open" }, 1))
+    assert.equal(2, elf.distance("kitten", "sitten2", 5))
+  end)
+
+  it("refuses what it cannot read, saying why", function()
+    local cases = {
+      { write(dir .. "/text", "hello, not an ELF file\n"), "is not an ELF file" },
+      { write(dir .. "/elf32", "\127ELF\1\1\1" .. ("\0"):rep(45)), "is a 32%-bit ELF file: only ELF64" },
+      { write(dir .. "/short", "\127ELF\2\1\1" .. ("\0"):rep(13)), "truncated ELF file" },
+      { write(dir .. "/empty", ""), "is not an ELF file" },
+      { dir .. "/missing", "cannot open .*missing: No such file or directory" },
+      { dir, "cannot read .+: Is a directory" },
+    }
+    for _, c in ipairs(cases) do
+      local e, err = elf.open(c[1])
+      assert.is_nil(e, c[1])
+      assert.matches(c[2], err)
+    end
+    assert.has_error(function() elf.open(42) end, "perfev.elf.open: expected a path, got number")
+  end)
+end)

@@ -1,0 +1,197 @@
+-- Truncated and corrupted perf.data files: every truncation length and
+-- every byte of the header, the attrs and the feature table changed give an
+-- error naming what is wrong (from pd.open, or from the iterator for the
+-- records), never a crash; under `make check-asan` never a memory error.
+local pd = require "perfev.perfdata"
+local B = require "spec.support.perfdata_build"
+local core = require "perfev.core"
+
+local FIXTURE = "spec/fixtures/perfdata/small.data"        -- perf record -e page-faults -c 20 -g -- true
+local PIPE_FIXTURE = "spec/fixtures/perfdata/small-pipe.data"
+
+-- thousands of small files: in memory when /dev/shm is there
+local tmp
+do
+  local probe = io.open("/dev/shm/.perfev-probe", "w")
+  if probe then
+    probe:close()
+    os.remove("/dev/shm/.perfev-probe")
+    tmp = ("/dev/shm/perfev-corrupt-%d-%s"):format(os.time(), tostring({}):match("0x(%x+)"))
+  else
+    tmp = os.tmpname()
+  end
+end
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Opens the bytes and reads every record in both orders. Returns "ok",
+-- or "open" / "records" and the message, which must be perfev's.
+local function try(bytes)
+  B.write(tmp, bytes)
+  local ok, f, msg = pcall(pd.open, tmp, { bufsize = 1 })
+  assert(ok, "pd.open raised: " .. tostring(f))
+  if not f then
+    assert(type(msg) == "string" and msg:find("^perfev%.perfdata: "), "bad message: " .. tostring(msg))
+    return "open", msg
+  end
+  for _, order in ipairs { "file", "time" } do
+    local okr, err = pcall(function()
+      for _ in f:records { order = order } do end
+    end)
+    if not okr then
+      f:close()
+      assert(type(err) == "string" and err:find("perfev%.%a+: "), "bad error: " .. tostring(err))
+      return "records", err
+    end
+  end
+  f:close()
+  return "ok"
+end
+
+local function set_u64(bytes, at, v)
+  return bytes:sub(1, at) .. string.pack("<i8", v) .. bytes:sub(at + 9)
+end
+
+local function synthetic()
+  local e = "<"
+  local attr = B.attr(e, { type = 1, sample_period = 1000, sample_type = 0x7 | 0x100,
+                           flags = 1 << 18 })
+  local data = B.record(e, 9, 2, string.pack("<i8I4I4i8i8", 0x401000, 1, 2, 100, 1000))
+            .. B.record(e, 68, 0, "")
+  return B.file(e, { attrs = { { attr = attr, ids = { 5 } } }, data = data,
+                     features = { { 3, B.hstr(e, "box") }, { 7, string.pack("<I4I4", 2, 2) } } })
+end
+
+describe("perfev.perfdata on damaged files", function()
+  teardown(function() os.remove(tmp) end)
+
+  it("reads the undamaged files whole", function()
+    assert.equal("ok", (try(read(FIXTURE))))
+    assert.equal("ok", (try(read(PIPE_FIXTURE))))
+    assert.equal("ok", (try(synthetic())))
+  end)
+
+  it("refuses every truncation of a file, naming the cause", function()
+    for _, bytes in ipairs { synthetic(), read(FIXTURE) } do
+      -- every length through the header and attrs, then every 13th
+      local lens = {}
+      for len = 0, #bytes - 1 do
+        if len < 1024 or len % 13 == 0 or len > #bytes - 64 then lens[#lens + 1] = len end
+      end
+      for _, len in ipairs(lens) do
+        local where, msg = try(bytes:sub(1, len))
+        assert.are_not.equal("ok", where, "truncated to " .. len .. " bytes: read as whole")
+        if len < 16 then assert.matches("truncated: the file has " .. len .. " bytes", msg) end
+      end
+    end
+  end)
+
+  it("reads a truncated pipe-mode stream up to the cut and says where it is", function()
+    local bytes = read(PIPE_FIXTURE)
+    for len = 16, #bytes - 1, 3 do
+      local where, msg = try(bytes:sub(1, len))
+      -- a cut between records is a shorter stream, not an error
+      if where ~= "ok" then assert.matches("perfev%.perfdata: .*offset %d+", msg) end
+    end
+  end)
+
+  it("survives every byte of the header, attrs and feature table changed", function()
+    for _, bytes in ipairs { synthetic(), read(FIXTURE) } do
+      local attrs_end = string.unpack("<i8", bytes, 25) + string.unpack("<i8", bytes, 33)
+      local feat = string.unpack("<i8", bytes, 41) + string.unpack("<i8", bytes, 49)
+      local spots = {}
+      for i = 1, attrs_end do spots[#spots + 1] = i end
+      for i = feat + 1, math.min(#bytes, feat + 64) do spots[#spots + 1] = i end
+      for _, i in ipairs(spots) do
+        for _, v in ipairs { 0x00, 0xff, 0x7f, bytes:byte(i) ~ 0x01 } do
+          try(bytes:sub(1, i - 1) .. string.char(v) .. bytes:sub(i + 1))
+        end
+      end
+    end
+  end)
+
+  it("survives every byte of the records changed", function()
+    local bytes = synthetic()
+    local data = string.unpack("<i8", bytes, 41)
+    local size = string.unpack("<i8", bytes, 49)
+    for i = data + 1, data + size do
+      for _, v in ipairs { 0x00, 0xff, bytes:byte(i) ~ 0x80 } do
+        try(bytes:sub(1, i - 1) .. string.char(v) .. bytes:sub(i + 1))
+      end
+    end
+    local fixture = read(FIXTURE)
+    data, size = string.unpack("<i8", fixture, 41), string.unpack("<i8", fixture, 49)
+    for i = data + 1, data + size, 5 do
+      try(fixture:sub(1, i - 1) .. string.char(fixture:byte(i) ~ 0xff) .. fixture:sub(i + 1))
+    end
+  end)
+
+  describe("says what is wrong", function()
+    local good = synthetic()
+    local function fails(bytes, pattern)
+      local where, msg = try(bytes)
+      assert.are_not.equal("ok", where)
+      assert.matches(pattern, msg)
+    end
+
+    it("an old or foreign magic", function()
+      fails("PERFFILE" .. good:sub(9), "version 1 perf%.data %(magic PERFFILE%) is not supported")
+      fails("NOTPERF!" .. good:sub(9), "not a perf%.data file: the magic at offset 0 is \"NOTPERF!\"")
+    end)
+
+    it("a header size that is neither a file's nor a pipe's", function()
+      fails(set_u64(good, 8, 99), "the header's size field %(offset 8%) is 99")
+    end)
+
+    it("attr_size", function()
+      fails(set_u64(good, 16, 7), "the header's attr_size field %(offset 16%) is 7")
+    end)
+
+    it("a section past the end of the file", function()
+      fails(set_u64(good, 24, 1 << 40), "the attrs section %(offset field at 24: 1099511627776")
+      fails(set_u64(good, 48, #good), "the data section %(offset field at 40: %d+, size field at 48: %d+%) " ..
+                                      "runs past the end of the file")
+      fails(set_u64(good, 56, 1 << 50), "the event_types section")
+    end)
+
+    it("a feature table or section past the end of the file", function()
+      local feat = string.unpack("<i8", good, 41) + string.unpack("<i8", good, 49)
+      fails(set_u64(good, feat + 8, 1 << 30), "the hostname feature section %(table entry at offset " .. feat)
+      fails(set_u64(good, 72, -1), "the feature section table %(%d+ entries at offset " .. feat)
+    end)
+
+    it("an attr's size or its ids section", function()
+      local attrs = string.unpack("<i8", good, 25)
+      fails(good:sub(1, attrs + 4) .. string.pack("<I4", 4000) .. good:sub(attrs + 9),
+            "attr 1: its size field %(offset " .. (attrs + 4) .. "%) is 4000")
+      fails(set_u64(good, attrs + 136, 1 << 40), "attr 1: its ids section")
+    end)
+
+    it("a record shorter than its header, or past the data's end", function()
+      local data = string.unpack("<i8", good, 41)
+      fails(good:sub(1, data + 6) .. "\0\0" .. good:sub(data + 9),
+            "the record at offset " .. data .. " %(type 9%) has size 0, less than its 8%-byte header")
+      fails(good:sub(1, data + 6) .. string.pack("<I2", 0x4000) .. good:sub(data + 9),
+            "runs past the end of the data section")
+    end)
+
+    it("a data size of 0 (perf record killed) reads to the end, with a warning", function()
+      local f = assert(pd.open(B.write(tmp, set_u64(good, 48, 0))))
+      assert.matches("data size field %(offset 48%) is 0", f:header().warnings[1])
+      local ok = pcall(function() for _ in f:records() do end end)
+      assert.is_false(ok)   -- the feature sections are read as records, and refused
+      f:close()
+    end)
+  end)
+
+  it("core.perfdata_reader refuses a closed file", function()
+    local fh = io.tmpfile()
+    fh:close()
+    assert.has_error(function() core.perfdata_reader(fh, {}) end)
+  end)
+end)
