@@ -118,6 +118,9 @@ uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 int perfev_record_open_lib(lua_State *L);   /* core.decode */
 int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
 int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
+
+/* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
+int perfev_clock_open_lib(lua_State *L);
 int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring_aux.c) */
 int perfev_selfread_open_lib(lua_State *L); /* core._selfread_compute (selfread.c) */
 int perfev_encode_open_lib(lua_State *L);   /* core.encode (encode*.c) */

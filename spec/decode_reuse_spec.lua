@@ -279,14 +279,13 @@ describe("decoding into one table", function()
           end
         end
       end
-      ev:enable()
-      for i = 1, 30 do
+      for i = 1, 30 do   -- sampling stops while the ring drains: a slow checker samples less
+        ev:enable()
         burn(5)
         if i % 10 == 0 then map_a_library() end
+        ev:disable()
         drain()
       end
-      ev:disable()
-      drain()
       assert.is_true((seen.sample or 0) >= 10, "samples: " .. tostring(seen.sample))
       assert.is_true((seen.mmap2 or 0) + (seen.mmap or 0) >= 1, "no mmap record")
       local ok, err = pcall(ring.records, ring, { swap = true })

@@ -520,9 +520,11 @@ describe("perfev.encode", function()
         sample_regs_user = { "ax", "sp", "ip" }, sample_stack_user = 64, sample_id_all = true,
         comm = true, comm_exec = true, mmap = true, mmap2 = true, mmap_data = true, task = true,
         context_switch = true, namespaces = true, cgroup = true })
-      local ring <close> = assert(ev:mmap(64))
+      -- about 400 bytes a sample: 30 ms at 10 kHz fits 256 pages with room
+      -- for the side-band records, which a full ring would lose
+      local ring <close> = assert(ev:mmap(256))
       ev:enable()
-      burn(100)
+      burn(30)
       os.execute("true")   -- fork and exit records
       ev:disable()
       local by_type, n = {}, 0

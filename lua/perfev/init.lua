@@ -82,5 +82,18 @@ M.kprobe = require("perfev.probe").kprobe
 -- perfev.sampler(opts) -> a per-CPU sampling session over a task and its
 -- children, or a command (see perfev/sampler.lua, doc/sampler.md)
 M.sampler = require "perfev.sampler"
+-- perfev.record(opts) -> summary: sample into a perf.data file, like perf
+-- record (see perfev/record.lua, doc/perfdata-write.md)
+function M.record(opts)
+  return require("perfev.record").record(opts)
+end
+-- perfev.perfdata and perfev.perfmap, loaded on first use
+setmetatable(M, { __index = function(t, k)
+  if k == "perfdata" or k == "perfmap" then
+    local mod = require("perfev." .. k)
+    rawset(t, k, mod)
+    return mod
+  end
+end })
 
 return M

@@ -210,4 +210,10 @@ function File:__tostring()
   return ("perfev.perfdata.file (%s%s)"):format(self.name, self.r and "" or ", closed")
 end
 
+-- pd.create(path | "-" | file handle, attrs[, opts]) -> writer: see
+-- perfev/perfdata/writer.lua and doc/perfdata-write.md.
+function M.create(dest, attrs, opts)
+  return require("perfev.perfdata.writer").create(dest, attrs, opts)
+end
+
 return M

@@ -107,53 +107,23 @@ end
 ---------------------------------------------------------------------------
 -- tool events
 
--- Clocks, as data: each source returns nanoseconds. The wall clock is the
--- most precise one installed (luasystem's monotime, LuaSocket's gettime),
--- else /proc/uptime (10 ms steps); CPU times come from /proc/<pid>/stat in
--- clock ticks (USER_HZ, 100 on Linux: 10 ms steps), as getrusage reports
--- them to perf.
+-- Clocks: nanoseconds from the core. The wall clock is CLOCK_MONOTONIC,
+-- as perf's duration_time; this process's CPU times come from getrusage
+-- (microseconds), another's from /proc/<pid>/stat in clock ticks (USER_HZ,
+-- 100 on Linux: 10 ms steps).
 M.USER_HZ = 100
 
-local function proc_uptime_ns()
-  local s = assert(fs.read("/proc/uptime"))
-  local whole, frac = s:match("^(%d+)%.(%d+)")
-  return math.tointeger(whole) * 1000000000 + math.tointeger((frac .. "000000000"):sub(1, 9))
-end
+local function monotonic_ns() return core.clock_ns("monotonic") end
 
-local WALL_CLOCKS = {
-  { "luasystem monotime", function()
-      local ok, system = pcall(require, "system")
-      if ok and type(system) == "table" and system.monotime then
-        return function() return math.floor(system.monotime() * 1e9) end
-      end
-    end },
-  { "LuaSocket gettime", function()
-      local ok, socket = pcall(require, "socket")
-      if ok and type(socket) == "table" and socket.gettime then
-        return function() return math.floor(socket.gettime() * 1e9) end
-      end
-    end },
-  { "/proc/uptime", function() return proc_uptime_ns end },
-}
-
-local wall, wall_name
 -- wall_clock() -> function returning nanoseconds, and the clock's name
 function M.wall_clock()
-  if not wall then
-    for _, c in ipairs(WALL_CLOCKS) do
-      wall = c[2]()
-      if wall then
-        wall_name = c[1]
-        break
-      end
-    end
-  end
-  return wall, wall_name
+  return monotonic_ns, "CLOCK_MONOTONIC"
 end
 
 -- cpu_times(pid) -> user ns, system ns (pid 0: this process)
 local function cpu_times(pid)
-  local path = pid == 0 and "/proc/self/stat" or ("/proc/%d/stat"):format(pid)
+  if pid == 0 then return core.rusage("self") end
+  local path = ("/proc/%d/stat"):format(pid)
   local s, err = fs.read(path)
   if not s then return nil, err end
   -- the fields after the command name, which may hold spaces and parentheses

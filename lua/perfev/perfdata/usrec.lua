@@ -63,14 +63,19 @@ local function fixed(s, n)
   return s:sub(1, n) .. ("\0"):rep(n - math.min(#s, n))
 end
 
--- struct perf_record_cpu_map_data in its list form (u16 type 0, u16 nr,
--- u16 cpus; -1 is "any cpu", 0xffff). perf 6.1 and later read it.
+-- struct perf_record_cpu_map_data as perf 6.1 and later write it: a range
+-- (u16 type 2, u8 any_cpu, u8 pad, u16 first, u16 last) when the cpus
+-- after an optional leading -1 ("any cpu") are consecutive, else the list
+-- (u16 type 0, u16 nr, u16 cpus, -1 as 0xffff).
 local function cpu_map(rec, cpus)
+  for i, c in ipairs(cpus) do int(rec, "cpus[" .. i .. "]", c) end
+  local any = cpus[1] == -1 and 1 or 0
+  local first, last = cpus[1 + any], cpus[#cpus]
+  local range = first ~= nil and last - first == #cpus - 1 - any
+  for i = 2 + any, #cpus do range = range and cpus[i] == cpus[i - 1] + 1 end
+  if range then return pack("=I2I1I1I2I2", 2, any, 0, first, last) end
   local t = { pack("=I2I2", 0, #cpus) }
-  for i, c in ipairs(cpus) do
-    int(rec, "cpus[" .. i .. "]", c)
-    t[#t + 1] = pack("=I2", c == -1 and 0xffff or c)
-  end
+  for _, c in ipairs(cpus) do t[#t + 1] = pack("=I2", c == -1 and 0xffff or c) end
   return table.concat(t)
 end
 M.cpu_map = cpu_map
@@ -98,7 +103,7 @@ end
 -- the attr as its size field says (perf reads that many bytes), then ids
 KIND.attr = function(rec)
   local a = rec.attr
-  if getmetatable(a) == nil or type(a) ~= "userdata" then
+  if type(a) ~= "userdata" or (getmetatable(a) or {}).__name ~= "perfev.attr" then
     fail(rec, "field 'attr' must be a perfev.attr, got %s", type(a))
   end
   local ids = {}
@@ -107,11 +112,13 @@ KIND.attr = function(rec)
   return a:bytes():sub(1, size) .. table.concat(ids)
 end
 
+-- the 20-byte id and, with misc BUILD_ID_SIZE, its length in byte 20
 KIND.build_id = function(rec)
   local id = str(rec, "build_id")
   if #id > 20 then fail(rec, "field 'build_id' is %d bytes, at most 20", #id) end
-  return pack("=i4", field(rec, "pid")) .. fixed(id, 20) .. pack("=I1", #id) .. "\0\0\0" ..
-         cstr(str(rec, "filename"), 64)
+  local sized = (rec.misc or BUILD_ID_SIZE) & BUILD_ID_SIZE ~= 0 or #id < 20
+  return pack("=i4", field(rec, "pid")) .. fixed(id, 20) .. pack("=I1", sized and #id or 0) ..
+         "\0\0\0" .. cstr(str(rec, "filename"), 64)
 end
 
 KIND.id_index = function(rec)
@@ -239,10 +246,10 @@ function M.encode(rec)
       fail(rec, "the payload that follows it in the file is not kept by the reader: it cannot " ..
                 "be written back")
     end
-    local parts = {}
-    for _, f in ipairs(LAYOUT[t]) do
+    local parts, layout = {}, LAYOUT[t]
+    for i, f in ipairs(layout) do
       if f == OPT then
-        if rec[LAYOUT[t][#parts + 2][2]] == nil then break end
+        if rec[layout[i + 1][2]] == nil then break end   -- what follows came with newer perf
       else
         parts[#parts + 1] = KIND[f[1]](rec, f)
       end
@@ -253,7 +260,7 @@ function M.encode(rec)
     body = str(rec, "data")
   end
   local misc = rec.misc or 0
-  if t == "build_id" then
+  if t == "build_id" and (rec.misc == nil or #rec.build_id < 20) then
     misc = (rec.misc or MISC_USER) | BUILD_ID_SIZE
   end
   local size = 8 + #body

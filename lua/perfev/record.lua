@@ -1,0 +1,202 @@
+-- perfev.record: sample a Lua function in this process, a command, or a
+-- running process, and stream the records into a perf.data file that perf
+-- report and perf script read, like `perf record`. See
+-- doc/perfdata-write.md.
+--
+--   local perfev = require "perfev"
+--   local r = assert(perfev.record { output = "perf.data", callchain = true,
+--                                    fn = function() work() end })
+--   print(r.samples, r.lost, r.output)      -- then: perf report -i perf.data
+--
+-- The sampling is perfev.sampler's (an event per CPU, side-band records);
+-- the file gets, first, the records perf synthesizes for what existed
+-- before the events were opened (the kernel's text, the process's threads
+-- and executable mappings from /proc), then every record of the rings,
+-- drained batch by batch, each batch followed by a finished_round record.
+local sampler = require "perfev.sampler"
+local writer = require "perfev.perfdata.writer"
+local synth = require "perfev.perfdata.synth"
+local fs = require "perfev.fs"
+
+local M = {}
+
+local DEFAULT_FREQ = 4000          -- perf record's default
+local DEFAULT_PAGES = 128          -- per CPU: 512 KiB, perf's default for root
+local DRAIN_EVERY = 1000000        -- Lua VM instructions between drains while fn runs
+local POLL_MS = 100
+
+local OPTIONS = {
+  output = "any", pipe = "boolean", event = "any", events = "table", freq = "integer",
+  period = "integer", callchain = "boolean", sample_type = "any", fn = "function",
+  args = "table", command = "string", pid = "integer", duration_ms = "integer",
+  pages = "integer", cpus = "table", attr = "table", kernel = "boolean",
+  drain_every = "any", features = "table", build_ids = "boolean", mmap_data = "boolean",
+}
+
+local function fail(fmt, ...)
+  error("perfev.record: " .. fmt:format(...), 0)
+end
+
+local function check(opts)
+  if type(opts) ~= "table" then fail("options are a table, got %s", type(opts)) end
+  for k, v in pairs(opts) do
+    local want = OPTIONS[k]
+    if not want then fail("unknown option '%s'", tostring(k)) end
+    local ok = want == "any" or (want == "integer" and math.type(v) == "integer") or type(v) == want
+    if not ok then fail("option '%s' must be a %s, got %s", k, want, type(v)) end
+  end
+  local n = (opts.fn and 1 or 0) + (opts.command and 1 or 0) + (opts.pid and 1 or 0)
+  if n ~= 1 then fail("give exactly one of 'fn', 'command' and 'pid'") end
+  if opts.pid and not opts.duration_ms then fail("option 'pid' needs 'duration_ms'") end
+  if opts.duration_ms and opts.duration_ms <= 0 then fail("option 'duration_ms' must be > 0") end
+  if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
+  local d = opts.drain_every
+  if d ~= nil and d ~= false and (math.type(d) ~= "integer" or d <= 0) then
+    fail("option 'drain_every' must be a positive integer or false")
+  end
+end
+
+-- Seconds since boot, to 10 ms (/proc/uptime): the wall clock of duration_ms.
+local function uptime()
+  return tonumber((fs.read("/proc/uptime") or "0"):match("^([%d.]+)")) or 0
+end
+
+local function own_pid()
+  return math.tointeger(tonumber((fs.read("/proc/self/stat") or ""):match("^(%d+)")))
+end
+
+-- The sampler's options for a recording.
+local function sampler_opts(opts)
+  local so = { events = opts.events, cpus = opts.cpus, attr = opts.attr,
+               pages = opts.pages or DEFAULT_PAGES, period = opts.period,
+               comm = true, comm_exec = true, task = true, mmap2 = true,
+               mmap_data = opts.mmap_data }
+  if not opts.events then so.event = opts.event or "cpu-clock" end
+  if not opts.period then so.freq = opts.freq or DEFAULT_FREQ end
+  local st = { "ip", "tid", "time", "period" }
+  if opts.sample_type then
+    local extra = opts.sample_type
+    if type(extra) == "string" then extra = { extra } end
+    if type(extra) ~= "table" then fail("option 'sample_type' must be a name or a list of names") end
+    for _, k in ipairs(extra) do st[#st + 1] = k end
+  end
+  if opts.callchain then st[#st + 1] = "callchain" end
+  so.sample_type = st
+  if opts.command then so.command = opts.command
+  elseif opts.pid then so.pid = opts.pid
+  else so.pid = 0 end
+  return so
+end
+
+-- Writes what the rings hold, then a finished_round: the next batch holds
+-- nothing older than this one's newest record but what the rings had not
+-- yet received, which perf's rule allows for one round.
+local function drain(s, w)
+  local n = 0
+  for rec in s:records() do
+    local ok, msg, errno = w:write(rec)
+    if not ok then return nil, msg, errno end
+    n = n + 1
+  end
+  if n == 0 then return true end
+  return w:round()
+end
+
+-- perfev.record(opts) -> summary | nil, message, errno
+-- opts: output ("perf.data"; a path, "-" or a file handle), pipe, event or
+-- events, freq (4000) or period, callchain, sample_type (added names),
+-- exactly one of fn (with args), command or pid (with duration_ms),
+-- pages (128 per CPU), cpus, attr, kernel, drain_every, features,
+-- build_ids, mmap_data.
+function M.record(opts)
+  check(opts)
+  local so = sampler_opts(opts)
+  local output = opts.output or "perf.data"
+  local cmd_out
+  if opts.command then
+    -- the command's output goes to a file: a pipe nobody reads while the
+    -- recording runs would stop the command once full
+    cmd_out = os.tmpname()
+    so.command = ("{ %s\n} > '%s'"):format(opts.command, cmd_out)
+  end
+  local s, msg, errno = sampler(so)
+  if not s then
+    if cmd_out then os.remove(cmd_out) end
+    return nil, msg, errno
+  end
+  local w
+  w, msg, errno = writer.create(output, s, { pipe = opts.pipe, features = opts.features,
+                                             build_ids = opts.build_ids, rounds = "manual" })
+  if not w then
+    s:close()
+    if cmd_out then os.remove(cmd_out) end
+    return nil, msg, errno
+  end
+  local summary = { output = type(output) == "string" and output or nil, pid = s.pid }
+  -- what existed before the events: the kernel, and a process already running
+  local pre = {}
+  if opts.kernel ~= false then pre[#pre + 1] = synth.kernel() end
+  if not opts.command then
+    for _, r in ipairs(synth.process(opts.pid or own_pid(), { data = opts.mmap_data })) do
+      pre[#pre + 1] = r
+    end
+  end
+  for _, r in ipairs(pre) do
+    local ok, m, e = w:write(r)
+    if not ok then s:close(); w:close(); return nil, m, e end
+  end
+  local ok, err, eno = true, nil, nil
+  if opts.fn then
+    local every = opts.drain_every == nil and DRAIN_EVERY or opts.drain_every
+    local hook, mask, count = debug.gethook()
+    local eok, m, e = s:enable()
+    if not eok then s:close(); w:close(); return nil, m, e end
+    if every then
+      debug.sethook(function()
+        if ok then ok, err, eno = drain(s, w) end
+      end, "", every)
+    end
+    local res = table.pack(pcall(opts.fn, table.unpack(opts.args or {})))
+    debug.sethook(hook, mask, count)
+    s:disable()
+    if not res[1] then
+      drain(s, w)
+      s:close()
+      w:close()
+      error(res[2], 0)
+    end
+    summary.results = table.pack(table.unpack(res, 2, res.n))
+  else
+    if opts.pid then
+      local eok, m, e = s:enable()
+      if not eok then s:close(); w:close(); return nil, m, e end
+    end
+    local deadline = opts.duration_ms and uptime() + opts.duration_ms / 1000
+    repeat
+      local _, hup = s:poll(POLL_MS)
+      if ok then ok, err, eno = drain(s, w) end
+      local late = deadline and uptime() >= deadline
+    until hup or late or not ok
+    s:disable()
+  end
+  if ok then ok, err, eno = drain(s, w) end
+  summary.lost = s:lost()
+  if opts.command then
+    local eok, how, code = s:wait()
+    summary.exit = { ok = eok, how = how, code = code }
+    local f = io.open(cmd_out, "rb")
+    if f then summary.stdout = f:read("a"); f:close() end
+    os.remove(cmd_out)
+  end
+  s:close()
+  local st, cerr, ceno = w:close()
+  if not ok then return nil, err, eno end
+  if not st then return nil, cerr, ceno end
+  summary.samples, summary.records, summary.bytes = st.samples, st.records, st.bytes
+  summary.types = st.types
+  return summary
+end
+
+setmetatable(M, { __call = function(_, opts) return M.record(opts) end })
+
+return M
