@@ -253,11 +253,10 @@ build/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz_lua.h build/fuzz/fuzz_sources.h $(FUZ
 	$(FUZZ_CC) $(BASE_CFLAGS) $(WARNFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(LUA_CFLAGS) \
 	  -Ibuild/fuzz -o $@ $< $(FUZZ_OBJS) $(FUZZ_LUA_LIBS) -lm
 
-# clang's warnings differ from gcc's: the core's -Werror is gcc's (make lint),
-# here they are shown without stopping the fuzzer's build.
+# The core under clang, with the same -Werror as under gcc.
 build/fuzz/obj/%.o: csrc/%.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(BASE_CFLAGS) -Wall -Wextra $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+	$(FUZZ_CC) $(BASE_CFLAGS) $(WARNFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
 	  $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
 
 build/fuzz/fuzz_sources.h: fuzz/embed.lua fuzz/attrs.lua fuzz/driver.lua

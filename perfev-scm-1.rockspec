@@ -60,6 +60,7 @@ build = {
       ["perfev.group"] = "lua/perfev/group.lua",
       ["perfev.list"] = "lua/perfev/list.lua",
       ["perfev.names"] = "lua/perfev/names.lua",
+      ["perfev.options"] = "lua/perfev/options.lua",
       ["perfev.parse"] = "lua/perfev/parse.lua",
       ["perfev.perfdata"] = "lua/perfev/perfdata.lua",
       ["perfev.perfdata.buildid"] = "lua/perfev/perfdata/buildid.lua",

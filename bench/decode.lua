@@ -10,32 +10,16 @@
 --   PERFEV_BENCH_ROUNDS=5         rounds (the median is printed)
 local perfev = require "perfev"
 local raw = require "rawdecode"
+local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 5
 local SAMPLE = perfev.SAMPLE
 local clock = raw.cpu_ns
 
-local function median(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  return s[(#s + 1) // 2]
-end
+local median, have = B.median, B.have
 
-local function sh(cmd)
-  return os.execute(cmd) == true
-end
-
-local function have(cmd)
-  return sh("command -v " .. cmd .. " >/dev/null 2>&1")
-end
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+-- Whether a shell command succeeded.
+local function sh(cmd) return (select(2, B.sh(cmd))) end
 
 -- ---- the input: a perf.data file, captured here unless given ----
 
@@ -87,7 +71,7 @@ end
 -- for this benchmark: the header's attrs and data sections, and the one
 -- attr's sample_type, read_format and sample_id_all.
 local function read_perf_data(path)
-  local s = slurp(path)
+  local s = assert(B.read_file(path))
   local magic, _, attr_size, attrs_off, attrs_size, data_off, data_size =
     string.unpack("<c8I8I8I8I8I8I8", s)
   assert(magic == "PERFILE2", path .. ": not a little-endian perf.data file")
@@ -125,10 +109,10 @@ local function lua_rate(data, attr, opts)
 end
 
 local function main()
-  local dir = io.popen("mktemp -d"):read("l")
+  local dir = B.tmpdir()
   local path, why = os.getenv("PERFEV_BENCH_DATA"), nil
   if not path then
-    if have("perf") then
+    if B.have_perf() then
       path, why = capture(dir)
     else
       why = "perf is not installed"
@@ -197,10 +181,7 @@ local function main()
           mode[1] .. ":", growth, growth * 1024 / records))
   end
 
-  os.remove(dir .. "/perf.data")
-  os.remove(dir .. "/burn")
-  os.remove(dir .. "/burn.c")
-  os.remove(dir)
+  B.rmdir(dir)
 end
 
 main()

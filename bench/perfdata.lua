@@ -6,25 +6,19 @@
 -- also prints them as perf script does, to /dev/null.
 --   make bench     (needs the perf tool; skipped without it)
 local pd = require "perfev.perfdata"
+local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 5
 local LUA = os.getenv("LUA") or "lua5.4"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local ok = p:close()
-  return out, ok
-end
+local sh, q = B.sh, B.quote
 
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-if not select(2, sh("perf version >/dev/null 2>&1")) then
+if not B.have_perf() then
   print("bench/perfdata.lua: the perf tool is not installed (Debian: linux-perf); skipped")
   return
 end
 
-local dir = sh("mktemp -d /tmp/perfev-bench.XXXXXX"):gsub("%s+$", "")
+local dir = B.tmpdir()
 local file = dir .. "/perf.data"
 
 local function count_samples(path)
@@ -72,10 +66,7 @@ local runs = {
       "w(fmt('%7d %d.%09d: %16x\\n', r.tid, r.time // 1000000000, r.time % 1000000000, r.ip)) end") },
 }
 
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
+local median = B.median
 
 local times = {}
 for i = 1, #runs do times[i] = {} end
@@ -91,4 +82,4 @@ for i = 2, #runs do
   local t = median(times[i])
   print(("  %-46s %8.1f ms   %.1fx faster"):format(runs[i][1], t / 1e6, base / t))
 end
-sh("rm -rf " .. q(dir))
+B.rmdir(dir)

@@ -4,15 +4,13 @@
 --   make bench
 local perfev = require "perfev"
 local raw = require "rawread"
+local B = require "bench.support"
 
 local N = tonumber(os.getenv("PERFEV_BENCH_N")) or 200000
 local ROUNDS = 7
 local clock = raw.now_ns
 
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
+local median = B.median
 
 -- ns per call of fn, N calls
 local function time_lua(fn, arg1, arg2)

@@ -95,41 +95,73 @@ int perfev_enc_big_endian(const struct perfev_enc *e)
 
 /* ---- reading the record table ---- */
 
-uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *name, int bits)
+const char *perfev_enc_name(char *buf, size_t size, const char *path, size_t at, const char *key)
+{
+  if (!path)
+    snprintf(buf, size, "%s", key);
+  else if (at)
+    snprintf(buf, size, "%s[%zu]%s%s", path, at, key ? "." : "", key ? key : "");
+  else
+    snprintf(buf, size, "%s.%s", path, key);
+  return buf;
+}
+
+void perfev_enc_why_text(const struct perfev_enc *e, char *buf, size_t size)
+{
+  const struct perfev_enc_why *w = &e->why;
+  if (w->text) {
+    snprintf(buf, size, "%s", w->text);
+  } else if (w->cond) {
+    const struct perfev_const_table *t = perfev_consts_get("SAMPLE");
+    const char *name = t ? perfev_const_name(t, w->bit & (~w->bit + 1)) : NULL;
+    snprintf(buf, size, " (%s has %s)", w->cond, name ? name : "?");
+  } else if (w->mask) {
+    snprintf(buf, size, " (%s has bit %d)", w->mask, w->reg);
+  } else {
+    buf[0] = '\0';
+  }
+}
+
+uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *path, size_t at, const char *key,
+                            int bits)
 {
   lua_State *L = e->L;
   int isint = 0;
-  lua_Integer v = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
-  if (!isint)
+  lua_Integer v = lua_tointegerx(L, -1, &isint);
+  char name[96];
+  if (!isint || lua_type(L, -1) != LUA_TNUMBER)
     perfev_enc_error(e, "field '%s' must be an integer, got %s",
-                     name, lua_type(L, -1) == LUA_TNUMBER ? "a float" : luaL_typename(L, -1));
+                     perfev_enc_name(name, sizeof name, path, at, key),
+                     lua_type(L, -1) == LUA_TNUMBER ? "a float" : luaL_typename(L, -1));
   if (bits < 64 && (v < 0 || (uint64_t)v >> bits))
-    perfev_enc_error(e, "field '%s' is %lld, out of range for %d bits (0..%llu)", name,
-                     (long long)v, bits, (unsigned long long)(((uint64_t)1 << bits) - 1));
+    perfev_enc_error(e, "field '%s' is %lld, out of range for %d bits (0..%llu)",
+                     perfev_enc_name(name, sizeof name, path, at, key), (long long)v, bits,
+                     (unsigned long long)(((uint64_t)1 << bits) - 1));
   lua_pop(L, 1);
   return (uint64_t)v;
 }
 
-int perfev_enc_opt_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits,
-                     uint64_t *out)
+int perfev_enc_opt_u(struct perfev_enc *e, int t, const char *path, size_t at, const char *key,
+                     int bits, uint64_t *out)
 {
-  char name[96];
-  lua_getfield(e->L, t, key);
-  if (lua_isnil(e->L, -1)) {
+  if (lua_getfield(e->L, t, key) == LUA_TNIL) {
     lua_pop(e->L, 1);
     return 0;
   }
-  snprintf(name, sizeof name, "%s%s%s", path ? path : "", path ? "." : "", key);
-  *out = perfev_enc_check_u(e, name, bits);
+  *out = perfev_enc_check_u(e, path, at, key, bits);
   return 1;
 }
 
-uint64_t perfev_enc_need_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits)
+uint64_t perfev_enc_need_u(struct perfev_enc *e, int t, const char *path, size_t at,
+                           const char *key, int bits)
 {
   uint64_t v = 0;
-  if (!perfev_enc_opt_u(e, t, path, key, bits, &v))
-    perfev_enc_error(e, "%s needs field '%s%s%s'%s", e->what, path ? path : "", path ? "." : "",
-                     key, e->why);
+  if (!perfev_enc_opt_u(e, t, path, at, key, bits, &v)) {
+    char name[96], why[96];
+    perfev_enc_why_text(e, why, sizeof why);
+    perfev_enc_error(e, "%s needs field '%s'%s", e->what,
+                     perfev_enc_name(name, sizeof name, path, at, key), why);
+  }
   return v;
 }
 
@@ -160,7 +192,7 @@ static const struct perfev_rtype *record_type(struct perfev_enc *e)
   } else if (lua_isnil(L, -1)) {
     perfev_enc_error(e, "record needs field 'type'");
   } else {
-    e->type = (uint32_t)perfev_enc_check_u(e, "type", 32);
+    e->type = (uint32_t)perfev_enc_check_u(e, NULL, 0, "type", 32);
     rt = perfev_rtype_find(e->type);
   }
   if (rt) {
@@ -179,7 +211,7 @@ static uint16_t record_misc(struct perfev_enc *e)
 {
   lua_State *L = e->L;
   uint64_t misc = 0;
-  if (perfev_enc_opt_u(e, e->rec, NULL, "misc", 16, &misc))
+  if (perfev_enc_opt_u(e, e->rec, NULL, 0, "misc", 16, &misc))
     return (uint16_t)misc;
   lua_getfield(L, e->rec, "cpumode");
   if (lua_type(L, -1) == LUA_TSTRING) {
@@ -193,7 +225,7 @@ static uint16_t record_misc(struct perfev_enc *e)
     misc = mode == 8 ? 0 : mode;
     lua_pop(L, 1);
   } else if (!lua_isnil(L, -1)) {
-    misc = perfev_enc_check_u(e, "cpumode", 3);
+    misc = perfev_enc_check_u(e, NULL, 0, "cpumode", 3);
   } else {
     lua_pop(L, 1);
   }
@@ -219,83 +251,6 @@ static uint16_t record_misc(struct perfev_enc *e)
 
 /* ---- the attrs ---- */
 
-/* The attr and id of the value at idx (attr or event); 0 if neither. */
-static int attr_of(lua_State *L, int idx, const struct perfev_attr **a, uint64_t *id)
-{
-  struct perfev_event *ev;
-  struct perfev_attr *at = (struct perfev_attr *)luaL_testudata(L, idx, PERFEV_ATTR_MT);
-  if (at) {
-    *a = at;
-    return 1;
-  }
-  ev = (struct perfev_event *)luaL_testudata(L, idx, PERFEV_EVENT_MT);
-  if (ev) {
-    *a = &ev->attr;
-    *id = ev->id;
-    return 1;
-  }
-  return 0;
-}
-
-/* Whether the table at idx maps ids to attrs (or lists events) rather
- * than holding attr fields: its first value says. */
-static int is_map(lua_State *L, int idx)
-{
-  const struct perfev_attr *a;
-  uint64_t id;
-  int yes = 0;
-  lua_pushnil(L);
-  if (lua_next(L, idx)) {
-    yes = attr_of(L, -1, &a, &id);
-    lua_pop(L, 2);
-  }
-  return yes;
-}
-
-/* What the decoder accepts: an attr, an event, a table of attr fields, or
- * { [id] = attr, ... } / { event, ... } for a stream of several. Pushes a
- * userdata holding the layouts; returns them and their number. */
-static struct perfev_layout *layouts_from(lua_State *L, int idx, size_t *n)
-{
-  const struct perfev_attr *a = NULL;
-  uint64_t id = 0;
-  struct perfev_layout *ls;
-  size_t i = 0;
-  if (attr_of(L, idx, &a, &id)) {
-    *n = 1;
-    ls = (struct perfev_layout *)perfev_newuserdata(L, sizeof *ls);
-    perfev_layout_init(ls, a, id);
-    return ls;
-  }
-  if (!lua_istable(L, idx))
-    luaL_error(L, "perfev.encode: argument 2 must be an attr, an event, a table of attr fields "
-                  "or a table of attrs by id, got %s", luaL_typename(L, idx));
-  if (!is_map(L, idx)) {
-    a = perfev_attr_from(L, idx);
-    *n = 1;
-    ls = (struct perfev_layout *)perfev_newuserdata(L, sizeof *ls);
-    perfev_layout_init(ls, a, 0);
-    lua_remove(L, -2);   /* the attr: the layout has what it needs */
-    return ls;
-  }
-  *n = 0;
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1))
-    (*n)++;
-  ls = (struct perfev_layout *)perfev_newuserdata(L, *n * sizeof *ls);
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
-    id = 0;
-    if (!attr_of(L, -1, &a, &id))
-      luaL_error(L, "perfev.encode: the attrs table maps ids to attrs (or lists events)");
-    if (!luaL_testudata(L, -1, PERFEV_EVENT_MT)) {
-      if (!lua_isinteger(L, -2))
-        luaL_error(L, "perfev.encode: the attrs table's keys must be event ids");
-      id = (uint64_t)lua_tointeger(L, -2);
-    }
-    perfev_layout_init(&ls[i++], a, id);
-  }
-  return ls;
-}
-
 /* The layout of this record: by its id when there are several, the way
  * the decoder picks it (the sample's id; the trailer's, which is
  * rec.sample_id.id when given, else rec.id). */
@@ -313,10 +268,10 @@ static const struct perfev_layout *pick_layout(struct perfev_enc *e, const struc
   if (rt->type != PERF_RECORD_SAMPLE) {
     lua_getfield(e->L, e->rec, "sample_id");
     if (lua_istable(e->L, -1))
-      found = perfev_enc_opt_u(e, lua_gettop(e->L), "sample_id", "id", 64, &id);
+      found = perfev_enc_opt_u(e, lua_gettop(e->L), "sample_id", 0, "id", 64, &id);
     lua_pop(e->L, 1);
   }
-  if (!found && !perfev_enc_opt_u(e, e->rec, NULL, "id", 64, &id))
+  if (!found && !perfev_enc_opt_u(e, e->rec, NULL, 0, "id", 64, &id))
     perfev_enc_error(e, "%s needs field 'id' to pick its attr among several", e->what);
   for (size_t i = 0; i < n; i++)
     if (ls[i].id == id)
@@ -335,12 +290,12 @@ static void encode_one(struct perfev_enc *e, const struct perfev_layout *ls, siz
   uint64_t size = 0;
   size_t trailer = 0, body_end;
   e->start = e->len;
-  e->why[0] = '\0';
+  memset(&e->why, 0, sizeof e->why);
   e->src = e->rec;
   rt = record_type(e);
   e->l = pick_layout(e, rt, ls, nls);
   e->misc = record_misc(e);
-  e->exact = perfev_enc_opt_u(e, e->rec, NULL, "size", 16, &size);
+  e->exact = perfev_enc_opt_u(e, e->rec, NULL, 0, "size", 16, &size);
   if (rt && rt->trailer && e->l->sample_id_all)
     trailer = e->l->trailer_size;
   if (e->exact && size < sizeof h + trailer)
@@ -407,17 +362,17 @@ static int option_swap(lua_State *L, int idx)
 static int l_encode(lua_State *L)
 {
   struct perfev_enc e;
-  const struct perfev_layout *ls;
-  size_t nls, nrec = 1;
+  const struct perfev_decoder *d;
+  size_t nrec = 1;
   int list, swap;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 3);
   swap = option_swap(L, 3);
-  ls = layouts_from(L, 2, &nls);
+  d = perfev_decoder_from(L, 2, "perfev.encode");
   memset(&e, 0, sizeof e);
   e.L = L;
   e.swap = swap;
-  e.cap = 256;
+  e.cap = 1024;   /* a sample with a deep callchain, without growing */
   e.buf = (unsigned char *)perfev_newuserdata(L, e.cap);
   e.buf_slot = lua_gettop(L);
   lua_getfield(L, 1, "type");
@@ -434,7 +389,7 @@ static int l_encode(lua_State *L)
       lua_pushvalue(L, 1);
     }
     e.rec = lua_gettop(L);
-    encode_one(&e, ls, nls);
+    encode_one(&e, d->layouts, d->n);
     lua_settop(L, e.buf_slot);
   }
   lua_pushlstring(L, (const char *)e.buf, e.len);

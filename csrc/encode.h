@@ -8,11 +8,24 @@
 /* header.size is 16 bits: no record is longer. */
 #define PERFEV_RECORD_MAX 0xffffu
 
+/* Why a field is needed, for the message when it is missing: set on the
+ * hot path as a few pointers, formatted only for an error. One of text;
+ * cond and bit (" (sample_type has IP)"); mask and reg
+ * (" (sample_regs_user has bit 3)"); or none. */
+struct perfev_enc_why {
+  const char *text;
+  const char *cond;
+  uint64_t bit;
+  const char *mask;
+  int reg;
+};
+
 /* Where encoding is: the output, the record being written, its layout. */
 struct perfev_enc {
   lua_State *L;
   int rec;            /* stack index of the record table */
-  int src;            /* where scalar fields are read: rec, or rec.sample_id in the trailer */
+  int src;            /* where scalar fields are read first: rec, or rec.sample_id in the
+                         trailer (then rec after it) */
   int buf_slot;       /* stack index of the output buffer (a userdata, replaced as it grows) */
   unsigned char *buf;
   size_t len, cap;
@@ -23,7 +36,7 @@ struct perfev_enc {
   uint16_t misc;
   int exact;          /* rec.size given: laid out to exactly that size */
   int swap;           /* write integers in the other byte order (option swap) */
-  char why[96];       /* why the field being written is there, for messages */
+  struct perfev_enc_why why;   /* why the field being written is there */
   char what_buf[32];
 };
 
@@ -41,15 +54,25 @@ int perfev_enc_big_endian(const struct perfev_enc *e);
 /* Raises "perfev.encode: " followed by the message. */
 void perfev_enc_error(struct perfev_enc *e, const char *fmt, ...);
 
+/* Writes e->why as " (... has ...)", or "" when there is no reason. */
+void perfev_enc_why_text(const struct perfev_enc *e, char *buf, size_t size);
+
+/* Where a field is, for messages: key in the table path[at] (at 0: path
+ * itself; path NULL: the record). Formatted into buf. */
+const char *perfev_enc_name(char *buf, size_t size, const char *path, size_t at, const char *key);
+
 /* The value on top of the stack, popped: an unsigned integer of at most
- * bits bits (a u64 may be any integer), else an error naming it. */
-uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *name, int bits);
-/* t[key], an unsigned integer of at most bits bits; path names the table
- * t in messages ("read[2]"), NULL for the record itself. need_u raises
- * when it is missing, opt_u returns 0 then. */
-uint64_t perfev_enc_need_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits);
-int perfev_enc_opt_u(struct perfev_enc *e, int t, const char *path, const char *key, int bits,
-                     uint64_t *out);
+ * bits bits (a u64 may be any integer), else an error naming it as
+ * perfev_enc_name does. */
+uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *path, size_t at, const char *key,
+                            int bits);
+/* t[key], an unsigned integer of at most bits bits; path and at name the
+ * table t in messages (NULL, 0: the record). need_u raises when it is
+ * missing, opt_u returns 0 then. */
+uint64_t perfev_enc_need_u(struct perfev_enc *e, int t, const char *path, size_t at,
+                           const char *key, int bits);
+int perfev_enc_opt_u(struct perfev_enc *e, int t, const char *path, size_t at, const char *key,
+                     int bits, uint64_t *out);
 
 /* Writes the rows of a layout table that sample_type selects. cond says
  * why a row with a mask is there: "sample_type" for a sample,

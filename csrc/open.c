@@ -189,7 +189,7 @@ static unsigned long flags_arg(lua_State *L, int idx)
     return (unsigned long)luaL_checkinteger(L, idx);
   luaL_checktype(L, idx, LUA_TTABLE);
   for (lua_Integer i = 1; lua_rawgeti(L, idx, i) != LUA_TNIL; i++) {
-    uint64_t v;
+    uint64_t v = 0;   /* luaL_error does not return, but clang cannot know it */
     const char *name = lua_tostring(L, -1);
     if (!name || !perfev_const_lookup(t, name, &v))
       luaL_error(L, "perfev.open: unknown flag '%s' (fd_no_group, fd_output, pid_cgroup)",

@@ -148,6 +148,12 @@ static void op_u32(struct cur *c, const struct perfev_rfield *f)
   perfev_fill_put_int(c->f, f->name, get32(c, f->name));
 }
 
+/* pid_t in a u32: -1 stays -1 */
+static void op_s32(struct cur *c, const struct perfev_rfield *f)
+{
+  perfev_fill_put_int(c->f, f->name, (uint64_t)(int64_t)(int32_t)get32(c, f->name));
+}
+
 static void op_u64(struct cur *c, const struct perfev_rfield *f)
 {
   perfev_fill_put_int(c->f, f->name, get64(c, f->name));
@@ -226,14 +232,9 @@ static void op_read(struct cur *c, const struct perfev_rfield *f)
 /* The name of a PERF_CONTEXT_* marker, or NULL. */
 static const char *context_name(uint64_t marker)
 {
-  static const char *const names[] = { "hv", "kernel", "user", "guest", "guest_kernel",
-                                       "guest_user", "user_deferred" };
-  static const uint64_t markers[] = { PERF_CONTEXT_HV, PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER,
-                                      PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL,
-                                      PERF_CONTEXT_GUEST_USER, PERF_CONTEXT_USER_DEFERRED };
-  for (size_t i = 0; i < sizeof markers / sizeof markers[0]; i++)
-    if (markers[i] == marker)
-      return names[i];
+  for (size_t i = 0; i < perfev_ncontexts; i++)
+    if (perfev_contexts[i].marker == marker)
+      return perfev_contexts[i].name;
   return NULL;
 }
 
@@ -303,15 +304,6 @@ static void op_auxdata(struct cur *c, const struct perfev_rfield *f)
   perfev_fill_put_bytes(c->f, f->name, take(c, (size_t)n, "aux data"), (size_t)n);
 }
 
-/* The bitfields of struct perf_branch_entry's third word, low bit first
- * as a little-endian machine lays them out; a big-endian one allocates
- * them from the top bit down (the header has one declaration for both). */
-static const struct { const char *name; uint8_t bit, width, is_bool; } branch_bits[] = {
-  { "mispred", 0, 1, 1 }, { "predicted", 1, 1, 1 }, { "in_tx", 2, 1, 1 }, { "abort", 3, 1, 1 },
-  { "cycles", 4, 16, 0 }, { "type", 20, 4, 0 }, { "spec", 24, 2, 0 }, { "new_type", 26, 4, 0 },
-  { "priv", 30, 3, 0 },
-};
-
 /* Whether the writer of the records was big-endian. */
 static int big_endian_writer(const struct cur *c)
 {
@@ -322,23 +314,36 @@ static int big_endian_writer(const struct cur *c)
 #endif
 }
 
+/* from, to and the named bitfields of the flags word; the whole word as
+ * entry.flags too when a bit no field names is set (reserved today, a
+ * newer kernel's field tomorrow), so that nothing is lost. */
 static void branch_entry(struct cur *c)
 {
   lua_State *L = c->L;
   int be = big_endian_writer(c);
-  uint64_t flags;
+  uint64_t flags, named = 0;
   perfev_fill_set_int(c->f, "from", get64(c, "branch from"));
   perfev_fill_set_int(c->f, "to", get64(c, "branch to"));
   flags = get64(c, "branch flags");
-  for (size_t i = 0; i < sizeof branch_bits / sizeof branch_bits[0]; i++) {
-    unsigned w = branch_bits[i].width, at = be ? 64 - branch_bits[i].bit - w : branch_bits[i].bit;
-    uint64_t v = (flags >> at) & (((uint64_t)1 << w) - 1);
-    if (branch_bits[i].is_bool)
+  for (size_t i = 0; i < perfev_branch_nbits; i++) {
+    const struct perfev_branch_bit *b = &perfev_branch_bits[i];
+    uint64_t ones = (((uint64_t)1 << b->width) - 1), v;
+    unsigned at = perfev_branch_shift(b, be);
+    v = (flags >> at) & ones;
+    named |= ones << at;
+    if (b->is_bool)
       lua_pushboolean(L, v != 0);
     else
       lua_pushinteger(L, (lua_Integer)v);
-    perfev_fill_set(c->f, branch_bits[i].name);
+    perfev_fill_set(c->f, b->name);
   }
+  if (flags & ~named)
+    lua_pushinteger(L, (lua_Integer)flags);
+  else if (c->f->reuse)
+    lua_pushnil(L);   /* a reused entry may hold the last record's */
+  else
+    return;
+  perfev_fill_set(c->f, "flags");
 }
 
 /* bnr, hw_idx (branch_sample_type HW_INDEX), the entries, then one counter
@@ -371,25 +376,6 @@ static void op_branch(struct cur *c, const struct perfev_rfield *f)
   perfev_fill_put_nested(c->f, f->name, here);
 }
 
-/* The name of perf register index i: "ax", "xmm0"; an XMM register's upper
- * half (index + 1) is "xmm0h"; others "r<i>". */
-static void reg_name(int i, char *buf, size_t size)
-{
-  const struct perfev_const_table *t = perfev_consts_get("REG");
-  const char *name = t ? perfev_const_name(t, (uint64_t)i) : NULL;
-  const char *lo = (!name && i > 0 && t) ? perfev_const_name(t, (uint64_t)(i - 1)) : NULL;
-  size_t n;
-  if (lo && strncmp(lo, "XMM", 3) == 0)
-    snprintf(buf, size, "%sh", lo);
-  else if (name)
-    snprintf(buf, size, "%s", name);
-  else
-    snprintf(buf, size, "r%d", i);
-  for (n = 0; buf[n]; n++)
-    if (buf[n] >= 'A' && buf[n] <= 'Z')
-      buf[n] = (char)(buf[n] - 'A' + 'a');
-}
-
 /* abi, then one word per bit of the mask (none when abi is NONE): a
  * reused table of the same layout keeps its keys unless abi changed
  * between NONE and not. */
@@ -397,7 +383,7 @@ static void regs(struct cur *c, const char *key, uint64_t mask)
 {
   lua_State *L = c->L;
   uint64_t abi = get64(c, "regs abi");
-  char name[16];
+  char name[PERFEV_REG_NAME];
   int here = perfev_fill_shaped(c->f, key, 0, 8, mask);
   if (lua_getfield(L, -1, "abi") == LUA_TNUMBER &&
       (lua_tointeger(L, -1) == PERF_SAMPLE_REGS_ABI_NONE) != (abi == PERF_SAMPLE_REGS_ABI_NONE)) {
@@ -410,7 +396,7 @@ static void regs(struct cur *c, const char *key, uint64_t mask)
   for (int i = 0; abi != PERF_SAMPLE_REGS_ABI_NONE && i < 64; i++) {
     if (!(mask & ((uint64_t)1 << i)))
       continue;
-    reg_name(i, name, sizeof name);
+    perfev_reg_name(i, name);
     set_int(L, name, get64(c, "register"));
   }
   perfev_fill_put_nested(c->f, key, here);
@@ -557,23 +543,14 @@ static void op_aux_flags(struct cur *c, const struct perfev_rfield *f)
   uint64_t v = get64(c, f->name);
   perfev_fill_put_int(c->f, f->name, v);
   for (size_t i = 0; t && i < t->n; i++) {
-    uint64_t bit = t->items[i].value;
-    if ((bit & (bit - 1)) == 0 && (v & bit) && strncmp(t->items[i].name, "CORESIGHT", 9) != 0)
+    if ((v & t->items[i].value) && perfev_aux_flag_named(&t->items[i]))
       perfev_fill_put_flag(c->f, t->items[i].name);
   }
 }
 
 typedef void (*op_fn)(struct cur *, const struct perfev_rfield *);
 
-static const op_fn ops[OP_COUNT] = {
-  [OP_U8] = op_u8, [OP_U16] = op_u16, [OP_U32] = op_u32, [OP_U64] = op_u64,
-  [OP_PAD32] = op_pad32, [OP_STR] = op_str, [OP_BYTES8] = op_bytes8, [OP_READ] = op_read,
-  [OP_CALLCHAIN] = op_callchain, [OP_RAW] = op_raw, [OP_BRANCH] = op_branch,
-  [OP_REGS_USER] = op_regs_user, [OP_REGS_INTR] = op_regs_intr, [OP_STACK] = op_stack,
-  [OP_WEIGHT] = op_weight, [OP_DATA_SRC] = op_data_src, [OP_AUXDATA] = op_auxdata,
-  [OP_NAMESPACES] = op_namespaces, [OP_MMAP2_ID] = op_mmap2_id,
-  [OP_TEXT_POKE] = op_text_poke, [OP_AUX_FLAGS] = op_aux_flags,
-};
+static const op_fn ops[OP_COUNT] = { PERFEV_OPS(PERFEV_OP_FN) };
 
 /* The one loop: every row present in this sample_type, in order. */
 static void walk(struct cur *c, const struct perfev_rfield *f, size_t n)
@@ -601,8 +578,40 @@ static void set_misc(struct cur *c)
   }
 }
 
+/* Whether a trailer field this sample_type selects has the name of a
+ * body field of rt (a fork's pid, a lost record's id, ...). */
+static int trailer_collides(const struct perfev_rtype *rt, uint64_t sample_type)
+{
+  for (size_t i = 0; i < perfev_trailer_nfields; i++) {
+    const struct perfev_rfield *t = &perfev_trailer_fields[i];
+    if (!t->name || !(sample_type & t->mask))
+      continue;
+    for (size_t j = 0; j < rt->nfields; j++)
+      if (rt->fields[j].name && strcmp(rt->fields[j].name, t->name) == 0)
+        return 1;
+  }
+  return 0;
+}
+
+/* rec.sample_id: every trailer field, in a table of its own. Its keys
+ * depend on the sample_type alone. */
+static void trailer_table(struct cur *c, const unsigned char *at)
+{
+  struct perfev_fill *f = c->f;
+  int t = f->t, reuse = f->reuse;
+  int here = perfev_fill_shaped(f, "sample_id", 0, 6, c->l->sample_type & PERFEV_TRAILER_BITS);
+  f->t = lua_gettop(c->L);
+  f->reuse = 0;   /* the same keys every time: nothing to list or clear */
+  c->p = at;
+  walk(c, perfev_trailer_fields, perfev_trailer_nfields);
+  f->t = t;
+  f->reuse = reuse;
+  perfev_fill_put_nested(f, "sample_id", here);
+}
+
 /* A non-sample record: the trailer first (its fields are at the end),
- * then the body, whose fields win where both have one (pid, tid, time). */
+ * then the body, whose fields win where both have one (pid, tid, time,
+ * id). Then rec.sample_id keeps the whole trailer, which encode takes. */
 static void decode_other(struct cur *c, const struct perfev_rtype *rt)
 {
   const unsigned char *body_end = c->end;
@@ -613,6 +622,8 @@ static void decode_other(struct cur *c, const struct perfev_rtype *rt)
     body_end = c->end - c->l->trailer_size;
     c->p = body_end;
     walk(c, perfev_trailer_fields, perfev_trailer_nfields);
+    if (trailer_collides(rt, c->l->sample_type))
+      trailer_table(c, body_end);
     c->p = c->rec + sizeof(struct perf_event_header);
     c->end = body_end;
   }
@@ -718,17 +729,20 @@ static int popcount64(uint64_t v)
 
 void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id)
 {
-  const uint64_t trailer = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
-                           PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+  /* Read from the byte image as the struct: by name (perfev_attr_u64) it
+   * costs a search per field on every decode and encode call. */
+  struct perf_event_attr pa;
+  memset(&pa, 0, sizeof pa);
+  memcpy(&pa, a->raw, sizeof pa < sizeof a->raw ? sizeof pa : sizeof a->raw);
   memset(l, 0, sizeof *l);
   l->id = id;
-  l->sample_type = perfev_attr_u64(a, "sample_type");
-  l->read_format = perfev_attr_u64(a, "read_format");
-  l->branch_sample_type = perfev_attr_u64(a, "branch_sample_type");
-  l->regs_user = perfev_attr_u64(a, "sample_regs_user");
-  l->regs_intr = perfev_attr_u64(a, "sample_regs_intr");
-  l->sample_id_all = perfev_attr_u64(a, "sample_id_all") != 0;
-  l->trailer_size = 8u * (uint32_t)popcount64(l->sample_type & trailer);
+  l->sample_type = pa.sample_type;
+  l->read_format = pa.read_format;
+  l->branch_sample_type = pa.branch_sample_type;
+  l->regs_user = pa.sample_regs_user;
+  l->regs_intr = pa.sample_regs_intr;
+  l->sample_id_all = pa.sample_id_all;
+  l->trailer_size = 8u * (uint32_t)popcount64(l->sample_type & PERFEV_TRAILER_BITS);
 }
 
 struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
@@ -765,20 +779,25 @@ static int is_pos(const struct perfev_layout *l)
   return -1;
 }
 
-void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d)
+static void finish(lua_State *L, struct perfev_decoder *d, const char *who)
 {
   d->id_pos = id_pos(&d->layouts[0]);
   d->is_pos = is_pos(&d->layouts[0]);
   if (d->n < 2)
     return;
   if (d->id_pos < 0)
-    luaL_error(L, "perfev.decode: a stream of several events needs PERF_SAMPLE_IDENTIFIER "
-                  "(or PERF_SAMPLE_ID) in every sample_type to tell its records apart");
+    luaL_error(L, "%s: a stream of several events needs PERF_SAMPLE_IDENTIFIER "
+                  "(or PERF_SAMPLE_ID) in every sample_type to tell its records apart", who);
   for (size_t i = 1; i < d->n; i++)
     if (id_pos(&d->layouts[i]) != d->id_pos || is_pos(&d->layouts[i]) != d->is_pos)
-      luaL_error(L, "perfev.decode: the events of one stream must put the id at the same "
+      luaL_error(L, "%s: the events of one stream must put the id at the same "
                     "place: use PERF_SAMPLE_IDENTIFIER in every sample_type (and the same "
-                    "sample_id_all)");
+                    "sample_id_all)", who);
+}
+
+void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d)
+{
+  finish(L, d, "perfev.decode");
 }
 
 /* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }, [options]) ---- */
@@ -829,7 +848,7 @@ static int attr_of(lua_State *L, int idx, const struct perfev_attr **a, uint64_t
 }
 
 /* Fills a decoder from { [id] = attr, ... } or { event, ... } at idx. */
-static struct perfev_decoder *decoder_from_map(lua_State *L, int idx)
+static struct perfev_decoder *decoder_from_map(lua_State *L, int idx, const char *who)
 {
   size_t n = 0, i = 0;
   struct perfev_decoder *d;
@@ -841,10 +860,10 @@ static struct perfev_decoder *decoder_from_map(lua_State *L, int idx)
     uint64_t id = 0;
     int is_event = luaL_testudata(L, -1, PERFEV_EVENT_MT) != NULL;
     if (!attr_of(L, -1, &a, &id))
-      luaL_error(L, "perfev.decode: the attrs table maps ids to attrs (or lists events)");
+      luaL_error(L, "%s: the attrs table maps ids to attrs (or lists events)", who);
     if (!is_event) {
       if (!lua_isinteger(L, -2))
-        luaL_error(L, "perfev.decode: the attrs table's keys must be event ids");
+        luaL_error(L, "%s: the attrs table's keys must be event ids", who);
       id = (uint64_t)lua_tointeger(L, -2);
     }
     perfev_layout_init(&d->layouts[i++], a, id);
@@ -866,25 +885,37 @@ static int is_map(lua_State *L, int idx)
   return yes;
 }
 
-static int l_decode(lua_State *L)
+struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *who)
 {
   const struct perfev_attr *a = NULL;
   uint64_t id = 0;
   struct perfev_decoder *d;
+  idx = lua_absindex(L, idx);
+  if (attr_of(L, idx, &a, &id)) {
+    d = perfev_decoder_new(L, 1);
+    perfev_layout_init(&d->layouts[0], a, id);
+  } else if (is_map(L, idx)) {
+    d = decoder_from_map(L, idx, who);
+  } else {
+    if (!lua_istable(L, idx))
+      luaL_error(L, "%s: argument %d must be an attr, an event, a table of attr fields or a "
+                    "table of attrs by id, got %s", who, idx, luaL_typename(L, idx));
+    a = perfev_attr_from(L, idx);
+    d = perfev_decoder_new(L, 1);
+    perfev_layout_init(&d->layouts[0], a, 0);
+    lua_remove(L, -2);   /* the attr: the layout has what it needs */
+  }
+  finish(L, d, who);
+  return d;
+}
+
+static int l_decode(lua_State *L)
+{
+  struct perfev_decoder *d;
   int top;
   luaL_checkstring(L, 1);
   lua_settop(L, 3);
-  if (attr_of(L, 2, &a, &id)) {
-    d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, id);
-  } else if (is_map(L, 2)) {
-    d = decoder_from_map(L, 2);
-  } else {
-    a = perfev_attr_from(L, 2);   /* a table of attr fields */
-    d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, 0);
-  }
-  perfev_decoder_finish(L, d);
+  d = perfev_decoder_from(L, 2, "perfev.decode");
   top = lua_gettop(L);
   perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
   lua_pushvalue(L, 1);

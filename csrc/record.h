@@ -10,15 +10,19 @@
 
 /* ---- the layout tables (record_layout.c) ---- */
 
-/* How one field is read. Scalars first; the rest are composite fields
- * with a function each in record.c. */
-enum perfev_op {
-  OP_U8, OP_U16, OP_U32, OP_U64, OP_PAD32, OP_STR, OP_BYTES8,
-  OP_READ, OP_CALLCHAIN, OP_RAW, OP_BRANCH, OP_REGS_USER, OP_REGS_INTR,
-  OP_STACK, OP_WEIGHT, OP_DATA_SRC, OP_AUXDATA, OP_NAMESPACES,
-  OP_MMAP2_ID, OP_TEXT_POKE, OP_AUX_FLAGS,
-  OP_COUNT
-};
+/* How one field is read: the ops, each with a function op_<name> in the
+ * decoder (record.c) and the encoder (encode_fields.c), whose tables this
+ * list builds. Scalars first; the rest are composite fields. */
+#define PERFEV_OPS(X)                                                                         \
+  X(U8, u8) X(U16, u16) X(U32, u32) X(S32, s32) X(U64, u64) X(PAD32, pad32) X(STR, str)       \
+  X(BYTES8, bytes8) X(READ, read) X(CALLCHAIN, callchain) X(RAW, raw) X(BRANCH, branch)       \
+  X(REGS_USER, regs_user) X(REGS_INTR, regs_intr) X(STACK, stack) X(WEIGHT, weight)           \
+  X(DATA_SRC, data_src) X(AUXDATA, auxdata) X(NAMESPACES, namespaces) X(MMAP2_ID, mmap2_id)   \
+  X(TEXT_POKE, text_poke) X(AUX_FLAGS, aux_flags)
+#define PERFEV_OP_ENUM(op, fn) OP_##op,
+enum perfev_op { PERFEV_OPS(PERFEV_OP_ENUM) OP_COUNT };
+/* An initializer of a table of ops by enum perfev_op: { PERFEV_OPS(PERFEV_OP_FN) } */
+#define PERFEV_OP_FN(op, fn) [OP_##op] = op_##fn,
 
 struct perfev_rfield {
   uint32_t mask;      /* sample_type bits that make it present; 0: always */
@@ -40,6 +44,29 @@ extern const struct perfev_rfield perfev_sample_fields[];
 extern const size_t perfev_sample_nfields;
 extern const struct perfev_rfield perfev_trailer_fields[];
 extern const size_t perfev_trailer_nfields;
+/* The sample_type bits that put a field in the sample_id trailer. */
+#define PERFEV_TRAILER_BITS                                                                    \
+  (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID |              \
+   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
+
+/* The bitfields of struct perf_branch_entry's third word, low bit first
+ * as a little-endian machine lays them out; a big-endian one allocates
+ * them from the top bit down (the header has one declaration for both).
+ * The bits above the last are reserved or newer than this table. */
+struct perfev_branch_bit {
+  const char *name;
+  uint8_t bit, width, is_bool;
+};
+extern const struct perfev_branch_bit perfev_branch_bits[];
+extern const size_t perfev_branch_nbits;
+/* Where field b sits in the flags word of a big-endian (be) or
+ * little-endian writer. */
+unsigned perfev_branch_shift(const struct perfev_branch_bit *b, int be);
+
+/* The name of perf register index i as a record key: "ax", "xmm0", an
+ * XMM register's upper half (index + 1) "xmm0h", others "r<i>". */
+#define PERFEV_REG_NAME 16
+void perfev_reg_name(int i, char buf[PERFEV_REG_NAME]);
 
 /* header.misc flags whose meaning depends on the record type. */
 struct perfev_misc_flag {
@@ -61,9 +88,20 @@ struct perfev_mem_field {
 extern const struct perfev_mem_field perfev_mem_fields[];
 extern const size_t perfev_mem_nfields;
 
-/* ---- decoder state (record.c) ---- */
+/* The PERF_CONTEXT_* markers of a callchain, by the name the decoder gives
+ * their segments (rec.callchain_contexts[i].context). */
+struct perfev_context {
+  const char *name;
+  uint64_t marker;
+};
+extern const struct perfev_context perfev_contexts[];
+extern const size_t perfev_ncontexts;
 
-#define PERFEV_REG_NAME 8
+/* Whether a PERF_AUX_FLAG_* constant is one the decoder gives a boolean
+ * key of its own (a single bit, not a CoreSight format value). */
+int perfev_aux_flag_named(const struct perfev_const *c);
+
+/* ---- decoder state (record.c) ---- */
 
 /* What decoding needs of one attr, read from it once. */
 struct perfev_layout {
@@ -117,6 +155,10 @@ struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n);
 /* Computes the id positions once the layouts are filled; raises when the
  * layouts cannot share one stream. */
 void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d);
+/* Pushes the finished decoder of what perfev.decode and perfev.encode take
+ * at idx: an attr, an event, a table of attr fields, or { [id] = attr,
+ * ... } / { event, ... } for a stream of several; who names the caller. */
+struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *who);
 
 /* Reads the header at p (8 bytes), byte-swapped when swap. */
 void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h);

@@ -4,7 +4,10 @@
  * present, in the order the kernel writes them; the sample_id trailer.
  * record.c walks these rows with one loop. Field names are the man page's,
  * except where a body field would collide with a trailer field of another
- * meaning (noted at the row). */
+ * meaning (noted at the row). Process and thread ids are u32 in the ABI
+ * but pid_t in meaning (-1: none, as in a synthesized kernel mmap or a
+ * switch_cpu_wide from idle): they are read as signed (OP_S32). */
+#include <stdio.h>
 #include <string.h>
 #include "record.h"
 
@@ -13,7 +16,7 @@
 #define S(bit, op, name) { PERF_SAMPLE_##bit, op, name }
 
 /* pid and tid open several records */
-#define PID_TID F("pid", OP_U32), F("tid", OP_U32)
+#define PID_TID F("pid", OP_S32), F("tid", OP_S32)
 
 static const struct perfev_rfield mmap_f[] = {
   PID_TID, F("addr", OP_U64), F("len", OP_U64), F("pgoff", OP_U64), F("filename", OP_STR),
@@ -22,7 +25,7 @@ static const struct perfev_rfield lost_f[] = { F("id", OP_U64), F("lost", OP_U64
 static const struct perfev_rfield comm_f[] = { PID_TID, F("comm", OP_STR) };
 /* exit and fork */
 static const struct perfev_rfield task_f[] = {
-  F("pid", OP_U32), F("ppid", OP_U32), F("tid", OP_U32), F("ptid", OP_U32), F("time", OP_U64),
+  F("pid", OP_S32), F("ppid", OP_S32), F("tid", OP_S32), F("ptid", OP_S32), F("time", OP_U64),
 };
 /* throttle and unthrottle */
 static const struct perfev_rfield throttle_f[] = {
@@ -40,7 +43,7 @@ static const struct perfev_rfield aux_f[] = {
 static const struct perfev_rfield itrace_f[] = { PID_TID };
 static const struct perfev_rfield lost_samples_f[] = { F("lost", OP_U64) };
 static const struct perfev_rfield switch_cpu_f[] = {
-  F("next_prev_pid", OP_U32), F("next_prev_tid", OP_U32),
+  F("next_prev_pid", OP_S32), F("next_prev_tid", OP_S32),
 };
 static const struct perfev_rfield namespaces_f[] = { PID_TID, F("namespaces", OP_NAMESPACES) };
 static const struct perfev_rfield ksymbol_f[] = {
@@ -87,7 +90,7 @@ const struct perfev_rtype *perfev_rtype_find(uint32_t type)
 /* The sample, in the order the kernel writes it (perf_output_sample). */
 const struct perfev_rfield perfev_sample_fields[] = {
   S(IDENTIFIER, OP_U64, "id"), S(IP, OP_U64, "ip"),
-  S(TID, OP_U32, "pid"), S(TID, OP_U32, "tid"), S(TIME, OP_U64, "time"),
+  S(TID, OP_S32, "pid"), S(TID, OP_S32, "tid"), S(TIME, OP_U64, "time"),
   S(ADDR, OP_U64, "addr"), S(ID, OP_U64, "id"), S(STREAM_ID, OP_U64, "stream_id"),
   S(CPU, OP_U32, "cpu"), S(CPU, OP_PAD32, NULL), S(PERIOD, OP_U64, "period"),
   S(READ, OP_READ, "read"), S(CALLCHAIN, OP_CALLCHAIN, "callchain"), S(RAW, OP_RAW, "raw"),
@@ -103,7 +106,7 @@ const size_t perfev_sample_nfields = sizeof perfev_sample_fields / sizeof perfev
 
 /* struct sample_id, appended to other records when attr.sample_id_all. */
 const struct perfev_rfield perfev_trailer_fields[] = {
-  S(TID, OP_U32, "pid"), S(TID, OP_U32, "tid"), S(TIME, OP_U64, "time"),
+  S(TID, OP_S32, "pid"), S(TID, OP_S32, "tid"), S(TIME, OP_U64, "time"),
   S(ID, OP_U64, "id"), S(STREAM_ID, OP_U64, "stream_id"),
   S(CPU, OP_U32, "cpu"), S(CPU, OP_PAD32, NULL), S(IDENTIFIER, OP_U64, "id"),
 };
@@ -146,3 +149,44 @@ const struct perfev_mem_field perfev_mem_fields[] = {
   { "hops", PERF_MEM_HOPS_SHIFT, 3, 1, "MEM_HOPS" },
 };
 const size_t perfev_mem_nfields = sizeof perfev_mem_fields / sizeof perfev_mem_fields[0];
+
+const struct perfev_context perfev_contexts[] = {
+  { "hv", PERF_CONTEXT_HV }, { "kernel", PERF_CONTEXT_KERNEL }, { "user", PERF_CONTEXT_USER },
+  { "guest", PERF_CONTEXT_GUEST }, { "guest_kernel", PERF_CONTEXT_GUEST_KERNEL },
+  { "guest_user", PERF_CONTEXT_GUEST_USER }, { "user_deferred", PERF_CONTEXT_USER_DEFERRED },
+};
+const size_t perfev_ncontexts = sizeof perfev_contexts / sizeof perfev_contexts[0];
+
+/* The CORESIGHT_FORMAT_* values share bits with the flags: no key of their own. */
+int perfev_aux_flag_named(const struct perfev_const *c)
+{
+  return (c->value & (c->value - 1)) == 0 && strncmp(c->name, "CORESIGHT", 9) != 0;
+}
+
+const struct perfev_branch_bit perfev_branch_bits[] = {
+  { "mispred", 0, 1, 1 }, { "predicted", 1, 1, 1 }, { "in_tx", 2, 1, 1 }, { "abort", 3, 1, 1 },
+  { "cycles", 4, 16, 0 }, { "type", 20, 4, 0 }, { "spec", 24, 2, 0 }, { "new_type", 26, 4, 0 },
+  { "priv", 30, 3, 0 },
+};
+const size_t perfev_branch_nbits = sizeof perfev_branch_bits / sizeof perfev_branch_bits[0];
+
+unsigned perfev_branch_shift(const struct perfev_branch_bit *b, int be)
+{
+  return be ? 64u - b->bit - b->width : b->bit;
+}
+
+void perfev_reg_name(int i, char buf[PERFEV_REG_NAME])
+{
+  const struct perfev_const_table *t = perfev_consts_get("REG");
+  const char *name = t ? perfev_const_name(t, (uint64_t)i) : NULL;
+  const char *lo = (!name && i > 0 && t) ? perfev_const_name(t, (uint64_t)(i - 1)) : NULL;
+  if (lo && strncmp(lo, "XMM", 3) == 0)
+    snprintf(buf, PERFEV_REG_NAME, "%sh", lo);
+  else if (name)
+    snprintf(buf, PERFEV_REG_NAME, "%s", name);
+  else
+    snprintf(buf, PERFEV_REG_NAME, "r%d", i);
+  for (size_t n = 0; buf[n]; n++)
+    if (buf[n] >= 'A' && buf[n] <= 'Z')
+      buf[n] = (char)(buf[n] - 'A' + 'a');
+}

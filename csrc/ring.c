@@ -58,22 +58,28 @@ static struct perfev_decoder *ring_decoder(lua_State *L, const struct perfev_eve
 /* ev:mmap's options: { overwrite = boolean }. Returns whether to map the
  * ring read-only. A write_backward event's ring is always one: records()
  * could not follow a data_head that moves down, and perf maps it so too. */
-static int overwrite_opt(lua_State *L, int backward)
+int perfev_ring_bool_opt(lua_State *L, int idx, const char *who, const char *name, int dflt)
 {
-  int overwrite = backward;
-  if (lua_isnoneornil(L, 3))
-    return overwrite;
-  luaL_checktype(L, 3, LUA_TTABLE);
+  int v = dflt;
+  if (lua_isnoneornil(L, idx))
+    return v;
+  luaL_checktype(L, idx, LUA_TTABLE);
   lua_pushnil(L);
-  while (lua_next(L, 3)) {
-    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "overwrite") != 0)
-      luaL_error(L, "ev:mmap: unknown option '%s' (the options are: overwrite)",
-                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), name) != 0)
+      luaL_error(L, "%s: unknown option '%s' (the options are: %s)", who,
+                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2), name);
     if (!lua_isboolean(L, -1))
-      luaL_error(L, "ev:mmap: option 'overwrite' must be a boolean, not %s", luaL_typename(L, -1));
-    overwrite = lua_toboolean(L, -1);
+      luaL_error(L, "%s: option '%s' must be a boolean, not %s", who, name, luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
+  return v;
+}
+
+static int overwrite_opt(lua_State *L, int backward)
+{
+  int overwrite = perfev_ring_bool_opt(L, 3, "ev:mmap", "overwrite", backward);
   if (backward && !overwrite)
     luaL_error(L, "ev:mmap: a write_backward event's ring is an overwrite ring (read with "
                   "ring:snapshot()): leave out overwrite = false");
@@ -503,13 +509,18 @@ int perfev_ring_open_lib(lua_State *L)
     { "aux", perfev_ring_aux }, { NULL, NULL }
   };
   perfev_ring_snapshot_open_lib(L);
-  luaL_newmetatable(L, PERFEV_RING_MT);
+  perfev_ring_class(L, PERFEV_RING_MT, meta, methods);
+  return 0;
+}
+
+void perfev_ring_class(lua_State *L, const char *mt, const luaL_Reg *meta, const luaL_Reg *methods)
+{
+  luaL_newmetatable(L, mt);
   lua_pushvalue(L, -1);
   luaL_setfuncs(L, meta, 1);
-  luaL_newlibtable(L, methods);
+  lua_newtable(L);
   lua_pushvalue(L, -2);
   luaL_setfuncs(L, methods, 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
-  return 0;
 }

@@ -40,6 +40,13 @@ uint64_t perfev_ring_head(const struct perfev_ring *r);
 /* Unmaps the AUX area, if mapped (before the ring: it lives behind it). */
 void perfev_ring_aux_unmap(struct perfev_ring *r);
 
+/* An options table at idx of one boolean option, name (nil: dflt); who
+ * names the method in errors. */
+int perfev_ring_bool_opt(lua_State *L, int idx, const char *who, const char *name, int dflt);
+/* Registers metatable mt with meta, and methods as its __index, each
+ * function with the metatable as upvalue (perfev_ring_self checks it). */
+void perfev_ring_class(lua_State *L, const char *mt, const luaL_Reg *meta, const luaL_Reg *methods);
+
 int perfev_ring_snapshot(lua_State *L);   /* ring:snapshot([opts]) */
 /* Sets core._snapshot_walk on the table at the top (a test hook). */
 void perfev_ring_snapshot_open_lib(lua_State *L);

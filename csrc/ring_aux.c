@@ -211,13 +211,6 @@ int perfev_ring_aux_open_lib(lua_State *L)
     { "info", l_info }, { "pending", l_pending }, { "read", l_read }, { "ring", l_ring },
     { "close", l_close }, { "closed", l_closed }, { NULL, NULL }
   };
-  luaL_newmetatable(L, PERFEV_AUX_MT);
-  lua_pushvalue(L, -1);
-  luaL_setfuncs(L, meta, 1);
-  luaL_newlibtable(L, methods);
-  lua_pushvalue(L, -2);
-  luaL_setfuncs(L, methods, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  perfev_ring_class(L, PERFEV_AUX_MT, meta, methods);
   return 0;
 }

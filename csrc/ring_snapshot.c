@@ -18,22 +18,7 @@
 /* snapshot's options: { pause = boolean } (default true). */
 static int pause_opt(lua_State *L)
 {
-  int pause = 1;
-  if (lua_isnoneornil(L, 2))
-    return pause;
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, 2)) {
-    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "pause") != 0)
-      luaL_error(L, "ring:snapshot: unknown option '%s' (the options are: pause)",
-                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
-    if (!lua_isboolean(L, -1))
-      luaL_error(L, "ring:snapshot: option 'pause' must be a boolean, not %s",
-                 luaL_typename(L, -1));
-    pause = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
-  return pause;
+  return perfev_ring_bool_opt(L, 2, "ring:snapshot", "pause", 1);
 }
 
 static int pause_output(const struct perfev_event *ev, int on)

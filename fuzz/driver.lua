@@ -10,7 +10,7 @@
 --              must give the same bytes; any error escaping is a bug.
 local core, entries, mode = ...
 
-local attrs, singles = {}, {}
+local attrs = {}
 for i, e in ipairs(entries) do
   if e.map then
     local m = {}
@@ -18,7 +18,6 @@ for i, e in ipairs(entries) do
     attrs[i] = m
   else
     attrs[i] = core.attr(e.fields)
-    singles[#singles + 1] = attrs[i]
   end
 end
 
@@ -59,11 +58,11 @@ if mode == "decode" then
 end
 
 assert(mode == "roundtrip", "mode is decode or roundtrip")
--- Single attrs only: in a stream of several, the decoder picks the attr by
--- the trailer's id, which a body field of the same name (lost, throttle)
--- hides from the table; encode cannot write back what it never saw.
+-- Streams of several events too: the decoder picks a side-band record's
+-- attr by the trailer's id, which rec.sample_id keeps when a body field
+-- (lost's id, throttle's) hides it, and encode picks it back from there.
 return function(bytes, sel)
-  local a, o = singles[(sel & 0x3f) % #singles + 1], options(sel, false)
+  local a, o = attrs[(sel & 0x3f) % #attrs + 1], options(sel, false)
   local it = core.decode(bytes, a, o)
   while true do
     local ok, rec = pcall(it)

@@ -4,14 +4,6 @@
 local perfev = require "perfev"
 local u = require "spec.support.util"
 
-local function burn(ms)
-  local stop, x = os.clock() + ms / 1000, 0
-  while os.clock() < stop do
-    for i = 1, 1000 do x = x + i % 7 end
-  end
-  return x
-end
-
 describe("perfev.clock_ns", function()
   for _, clock in ipairs { "monotonic", "monotonic_raw", "boottime", "realtime" } do
     it(clock .. ": sample times stamped with that clockid lie between two reads", function()
@@ -21,7 +13,7 @@ describe("perfev.clock_ns", function()
       local ring = assert(ev:mmap(16))
       local t0 = perfev.clock_ns(clock)
       ev:enable()
-      burn(20)
+      u.burn(20)
       ev:disable()
       local t1 = perfev.clock_ns(clock)
       local n = 0
@@ -56,7 +48,7 @@ describe("perfev.rusage", function()
     local ev = assert(perfev.open("task-clock"))
     local u0, s0 = perfev.rusage()
     ev:enable()
-    burn(60)
+    u.burn(60)
     ev:disable()
     local u1, s1 = perfev.rusage("self")
     local cpu, task = (u1 - u0) + (s1 - s0), ev:read()

@@ -133,6 +133,29 @@ describe("decoding into one table", function()
       end
       same_as_fresh(table.concat(parts), { [1] = a1, [2] = a2 })
     end)
+
+    it("rec.sample_id comes and goes, in the trailer shapes of two events; entry.flags too", function()
+      local a1 = perfev.attr { sample_type = { "identifier", "branch_stack" }, sample_id_all = true }
+      local a2 = perfev.attr { sample_type = { "identifier", "tid", "time" }, sample_id_all = true }
+      local parts = {}
+      for i = 1, 23 do   -- ends with a sample: t keeps no sample_id
+        local k = i % 6
+        if k == 0 then       -- a fork of event 2: sample_id with pid, tid, time, id
+          parts[#parts + 1] = record(R.FORK, 0, u32(i, 1, i, 1) .. u64(i) .. u32(1, 1) .. u64(i + 1, 2))
+        elseif k == 1 then   -- lost of event 1: sample_id = { id = 1 }
+          parts[#parts + 1] = record(R.LOST, 0, u64(9, i) .. u64(1))
+        elseif k == 2 then   -- switch: nothing collides, no sample_id
+          parts[#parts + 1] = record(R.SWITCH, 0, u64(1))
+        elseif k == 3 then   -- a branch entry with a reserved bit: entry.flags
+          parts[#parts + 1] = record(R.SAMPLE, 0, u64(1, 1, 0x10, 0x20, (1 << 50) | 1))
+        else                 -- without: no entry.flags
+          parts[#parts + 1] = record(R.SAMPLE, 0, u64(1, 1, 0x10, 0x20, i))
+        end
+      end
+      local t = {}
+      same_as_fresh(table.concat(parts), { [1] = a1, [2] = a2 }, t)
+      assert.is_nil(t.sample_id)
+    end)
   end)
 
   it("refills the nested tables in place and removes what a shorter one does not have", function()

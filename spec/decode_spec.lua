@@ -448,4 +448,113 @@ describe("perfev.decode", function()
       end
     end)
   end)
+
+  describe("what the decoder keeps that a plain merge would lose", function()
+    local function trailer_of(t)   -- TRAILER_TYPE's layout
+      return u32(t.pid, t.tid) .. u64(t.time, t.id, t.stream_id) .. u32(t.cpu, 0) .. u64(t.id)
+    end
+    local TR = { pid = 101, tid = 102, time = 103, id = 104, stream_id = 105, cpu = 3 }
+
+    it("rec.sample_id: the whole trailer, when a body field hides one of its fields", function()
+      -- a fork: the body has the child, the trailer the parent
+      local parent = { pid = 9, tid = 9, time = 97, id = 104, stream_id = 105, cpu = 3 }
+      local r = decode1(record(R.FORK, 0, u32(10, 9, 10, 9) .. u64(98) .. trailer_of(parent)), side)
+      assert.same({ 10, 10, 98 }, { r.pid, r.tid, r.time })
+      assert.same(parent, r.sample_id)
+      assert.same({ 104, 105, 3 }, { r.id, r.stream_id, r.cpu })   -- and merged, as before
+      -- a lost record: the body's id, and the trailer's
+      r = decode1(record(R.LOST, 0, u64(7, 17) .. TRAILER), side)
+      assert.same({ 7, 17, 104 }, { r.id, r.lost, r.sample_id.id })
+      assert.same(TR, r.sample_id)
+      -- throttle: time, id and stream_id are the body's
+      r = decode1(record(R.THROTTLE, 0, u64(50, 60, 70) .. TRAILER), side)
+      assert.same({ 50, 60, 70 }, { r.time, r.id, r.stream_id })
+      assert.same(TR, r.sample_id)
+    end)
+
+    it("no rec.sample_id when nothing collides: the trailer is merged into the record", function()
+      for _, bytes in ipairs { record(R.AUX, 0, u64(4096, 512, 0) .. TRAILER),
+                               record(R.LOST_SAMPLES, 0, u64(33) .. TRAILER),
+                               record(R.SWITCH, 0, TRAILER) } do
+        local r = decode1(bytes, side)
+        assert.is_nil(r.sample_id, r.type)
+        check_trailer(r)
+      end
+      -- comm without TID in sample_type: its pid/tid hide nothing
+      local a = attr { sample_type = { "time", "identifier" }, sample_id_all = true }
+      local r = decode1(record(R.COMM, 0, u32(5, 6) .. cstr("x") .. u64(77, 8)), a)
+      assert.is_nil(r.sample_id)
+      assert.same({ 5, 6, 77, 8 }, { r.pid, r.tid, r.time, r.id })
+    end)
+
+    it("branch entries: entry.flags, the raw word, only when a bit no field names is set", function()
+      local a = attr { sample_type = { "branch_stack" } }
+      local plain_flags = 1 | (100 << 4) | (3 << 20) | (5 << 30)
+      local r = decode1(record(R.SAMPLE, 0, u64(2, 0x10, 0x20, plain_flags, 0x30, 0x40, plain_flags | (1 << 33)
+                                                  | (1 << 63))), a)
+      local b1, b2 = r.branch_stack[1], r.branch_stack[2]
+      assert.is_nil(b1.flags)
+      assert.same({ true, 100, 3, 5 }, { b1.mispred, b1.cycles, b1.type, b1.priv })
+      assert.equal(plain_flags | (1 << 33) | (1 << 63), b2.flags)
+      assert.same({ true, 100, 3, 5 }, { b2.mispred, b2.cycles, b2.type, b2.priv })
+    end)
+
+    it("pids and tids are pid_t: 0xffffffff reads as -1", function()
+      local m1 = 0xffffffff
+      local r = decode1(record(R.FORK, 0, u32(m1, m1, m1, m1) .. u64(1)), {})
+      assert.same({ -1, -1, -1, -1 }, { r.pid, r.ppid, r.tid, r.ptid })
+      r = decode1(record(R.SWITCH_CPU_WIDE, 0, u32(m1, m1)), {})
+      assert.same({ -1, -1 }, { r.next_prev_pid, r.next_prev_tid })
+      r = decode1(record(R.MMAP, 0, u32(m1, 0) .. u64(0xffffffff81000000, 4096, 0)
+                         .. cstr("[kernel.kallsyms]_text")), {})
+      assert.same({ -1, 0 }, { r.pid, r.tid })
+      r = decode1(record(R.SAMPLE, 0, u32(m1, m1)), attr { sample_type = { "tid" } })
+      assert.same({ -1, -1 }, { r.pid, r.tid })
+      r = decode1(record(R.SWITCH, 0, u32(m1, 0x7fffffff)), attr { sample_type = { "tid" }, sample_id_all = true })
+      assert.same({ -1, 0x7fffffff }, { r.pid, r.tid })
+      -- other u32 fields stay unsigned
+      r = decode1(record(R.SAMPLE, 0, u32(m1, 0)), attr { sample_type = { "cpu" } })
+      assert.equal(m1, r.cpu)
+    end)
+
+    it("a sample with both identifier and id: rec.id is the ID word (the later one)", function()
+      local r = decode1(record(R.SAMPLE, 0, u64(1, 0x400000, 2)), attr { sample_type = { "identifier", "ip", "id" } })
+      assert.same({ 2, 0x400000 }, { r.id, r.ip })
+    end)
+
+    it("the kernel map perf synthesizes has pid -1, as perf script -D prints it", function()
+      local P = require "spec.support.perfdata"
+      if not P.have_perf() then
+        pending("the perf tool is not installed (Debian: linux-perf)")
+        return
+      end
+      local pd = require "perfev.perfdata"
+      local dir = P.tmpdir()
+      local path, out = P.record(dir .. "/k.data", "-e cpu-clock -c 100000 -- " .. P.busy(2000))
+      if not path then
+        P.rmdir(dir)
+        error("perf record: " .. tostring(out))
+      end
+      -- "0 0x158 [0x50]: PERF_RECORD_MMAP -1/0: [...]": offset, pid, tid
+      local perf = {}
+      for line in P.perf(("script -D -i '%s'"):format(path)):gmatch("[^\n]+") do
+        local off, pid, tid = line:match("^%-?%d+ 0x(%x+) %[0x%x+%]: PERF_RECORD_[MC][MO][AM][PM]2? (%-?%d+)/(%-?%d+):")
+        if off then perf[tonumber(off, 16)] = { tonumber(pid), tonumber(tid) } end
+      end
+      local f = assert(pd.open(path))
+      local n, kernel = 0, 0
+      for rec in f:records { offsets = true } do
+        local want = perf[rec.offset]
+        if want and (rec.type == "mmap" or rec.type == "mmap2" or rec.type == "comm") then
+          n = n + 1
+          assert.same(want, { rec.pid, rec.tid }, rec.type .. " at " .. rec.offset)
+          if rec.pid == -1 then kernel = kernel + 1 end
+        end
+      end
+      f:close()
+      P.rmdir(dir)
+      assert.is_true(n >= 2, n .. " mmap and comm records")
+      assert.is_true(kernel >= 1, "a kernel mmap with pid -1")
+    end)
+  end)
 end)

@@ -7,15 +7,12 @@
 local elf = require "perfev.elf"
 local u = require "spec.support.util"
 
-local function have(cmd) return (u.sh("command -v " .. cmd .. " 2>/dev/null")) ~= "" end
+local have = u.have
 
 local HELPER = assert(package.searchpath("bphelper", package.cpath), "bphelper.so not on package.cpath")
 local LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 if not u.exists(LIBC) then LIBC = "/lib/x86_64-linux-gnu/libc.so.6" end
 
-local function tmpdir()
-  return (u.sh("mktemp -d"):gsub("%s+$", ""))
-end
 
 -- perf probe's file offset for func in bin (dry run: nothing is written)
 local function perf_offset(bin, func)
@@ -70,8 +67,8 @@ end
 
 describe("perfev.elf", function()
   local dir
-  setup(function() dir = tmpdir() end)
-  teardown(function() u.sh("rm -rf '" .. dir .. "'") end)
+  setup(function() dir = u.tmpdir() end)
+  teardown(function() u.rmdir(dir) end)
 
   it("reads the section and program headers as readelf does", function()
     if not have("readelf") then

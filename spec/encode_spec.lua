@@ -183,11 +183,14 @@ describe("perfev.encode", function()
       roundtrip({ type = "sample", branch_stack = { counted, { from = 3, to = 4, counters = 7 } } },
                 attr { sample_type = { "branch_stack" }, branch_sample_type = core.BRANCH.ANY | (1 << 19) },
                 record(R.SAMPLE, 0, u64(2, 1, 2, flags, 3, 4, 0, 99, 7)))
-      -- reserved bits 33..63 only survive as a raw word; the decoder drops them
-      local b = perfev.encode({ type = "sample", branch_stack = { { from = 1, to = 2, flags = (1 << 40) | 1 } } },
-                              attr { sample_type = { "branch_stack" } })
+      -- reserved bits 33..63 survive as the raw word, which the decoder
+      -- gives as entry.flags when one of them is set
+      local bst = attr { sample_type = { "branch_stack" } }
+      local b = perfev.encode({ type = "sample", branch_stack = { { from = 1, to = 2, flags = (1 << 40) | 1 } } }, bst)
       assert.equal(hex(record(R.SAMPLE, 0, u64(1, 1, 2, (1 << 40) | 1))), hex(b))
-      assert.is_true(decode1(b, attr { sample_type = { "branch_stack" } }).branch_stack[1].mispred)
+      local back = decode1(b, bst).branch_stack[1]
+      assert.same({ true, (1 << 40) | 1 }, { back.mispred, back.flags })
+      assert.equal(hex(b), hex(perfev.encode(decode1(b, bst), bst)))
       errors("field 'branch_stack[1].cycles' is 65536, out of range for 16 bits", perfev.encode,
              { type = "sample", branch_stack = { { from = 1, to = 2, cycles = 65536 } } },
              attr { sample_type = { "branch_stack" } })
@@ -389,6 +392,30 @@ describe("perfev.encode", function()
       assert.equal(hex(record(R.FORK, 0, u32(10, 9, 10, 9) .. u64(98), trailer(t.sample_id))), hex(b))
     end)
 
+    it("the decoder's rec.sample_id brings back a fork's parent and a lost record's trailer id", function()
+      local fork = record(R.FORK, 0, u32(10, 9, 10, 9) .. u64(98), trailer(merge(TR, { pid = 9, tid = 9, time = 97 })))
+      local rec = decode1(fork, side)
+      assert.same({ 10, 10, 98, 9, 9, 97 }, { rec.pid, rec.tid, rec.time,
+                                              rec.sample_id.pid, rec.sample_id.tid, rec.sample_id.time })
+      assert.equal(hex(fork), hex(perfev.encode(rec, side)))
+      -- a sample_id without some trailer field takes it from the record
+      local t = merge(TR, { type = "fork", pid = 10, ppid = 9, tid = 10, ptid = 9, time = 98,
+                            sample_id = { pid = 9, tid = 9, time = 97 } })
+      assert.equal(hex(fork), hex(perfev.encode(t, side)))
+    end)
+
+    it("pid and tid: -1 (as the decoder gives it) and 4294967295 are the same u32", function()
+      local want = record(R.FORK, 0, u32(0xffffffff, 1, 0xffffffff, 1) .. u64(5))
+      local b = perfev.encode({ type = "fork", pid = -1, ppid = 1, tid = -1, ptid = 1, time = 5 }, plain)
+      assert.equal(hex(want), hex(b))
+      assert.equal(hex(want), hex(perfev.encode({ type = "fork", pid = 0xffffffff, ppid = 1, tid = 0xffffffff,
+                                                  ptid = 1, time = 5 }, plain)))
+      local rec = decode1(b, plain)
+      assert.same({ -1, -1 }, { rec.pid, rec.tid })
+      roundtrip({ type = "switch_cpu_wide", next_prev_pid = -1, next_prev_tid = -1 }, plain,
+                record(R.SWITCH_CPU_WIDE, 0, u32(0xffffffff, 0xffffffff)))
+    end)
+
     it("a type the decoder does not know: its number and bytes", function()
       roundtrip({ type = 200, data = "abcdefghij" }, side, pack("=I4I2I2", 200, 0, 18) .. "abcdefghij")
       roundtrip({ type = 68, misc = 3, data = "" }, side, pack("=I4I2I2", 68, 3, 8))
@@ -449,7 +476,13 @@ describe("perfev.encode", function()
     it("a wrong type or a value out of range", function()
       errors("field 'ip' must be an integer, got string", perfev.encode, merge(good, { ip = "0x10" }), a)
       errors("field 'ip' must be an integer, got a float", perfev.encode, merge(good, { ip = 1.5 }), a)
-      errors("field 'pid' is -1, out of range for 32 bits", perfev.encode, merge(good, { pid = -1 }), a)
+      errors("field 'pid' is -2147483649, out of range for a pid_t or a u32", perfev.encode,
+             merge(good, { pid = -2147483649 }), a)
+      errors("field 'pid' is 4294967296, out of range for a pid_t or a u32", perfev.encode,
+             merge(good, { pid = 4294967296 }), a)
+      errors("field 'prot' is -1, out of range for 32 bits", perfev.encode,
+             { type = "mmap2", pid = 1, tid = 1, addr = 0, len = 0, pgoff = 0, maj = 0, min = 0, ino = 0,
+               ino_generation = 0, prot = -1, flags = 0, filename = "x", time = 1 }, a)
       errors("field 'read' must be a table, got number", perfev.encode, merge(good, { read = 5 }), a)
       errors("field 'comm' must be a string, got table", perfev.encode,
              { type = "comm", pid = 1, tid = 2, comm = {}, time = 1 }, a)
@@ -492,6 +525,22 @@ describe("perfev.encode", function()
       assert.equal(hex(record(R.LOST, 0, u64(7, 4, 1))),
                    hex(perfev.encode({ type = "lost", id = 7, lost = 4, sample_id = { id = 1 } }, map)))
     end)
+    it("a side-band record of a stream: the attr its trailer's id picks, back from rec.sample_id", function()
+      -- a2's trailer is longer (pid, tid, time before the identifier): the
+      -- wrong attr would give other bytes
+      local b1 = attr { sample_type = { "identifier", "ip" }, sample_id_all = true }
+      local b2 = attr { sample_type = { "identifier", "ip", "tid", "time" }, sample_id_all = true }
+      local map = { [1] = b1, [2] = b2 }
+      local stream = record(R.LOST, 0, u64(7, 4), u32(50, 51) .. u64(600, 2))
+                     .. record(R.THROTTLE, 0, u64(700, 1, 0), u64(1))
+                     .. record(R.COMM, 0, u32(5, 6) .. "x\0", u32(50, 51) .. u64(601, 2))
+      local recs = decode_all(stream, map)
+      assert.same({ 7, 2, 50, 600 }, { recs[1].id, recs[1].sample_id.id, recs[1].pid, recs[1].time })
+      assert.same({ 700, 1, 1 }, { recs[2].time, recs[2].id, recs[2].sample_id.id })
+      assert.same({ 5, 6, 50, 51, 601 }, { recs[3].pid, recs[3].tid, recs[3].sample_id.pid,
+                                           recs[3].sample_id.tid, recs[3].time })
+      assert.equal(hex(stream), hex(perfev.encode(recs, map)))
+    end)
     it("an event gives its attr and id", function()
       local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 100000,
                                      sample_type = { "identifier", "ip" } })
@@ -503,14 +552,6 @@ describe("perfev.encode", function()
   end)
 
   describe("records the kernel wrote", function()
-    local function burn(ms)
-      local stop, x = os.clock() + ms / 1000, 0
-      while os.clock() < stop do
-        for i = 1, 1000 do x = x + i % 7 end
-      end
-      return x
-    end
-
     it("a cpu-clock ring of this process: decode(encode(rec)) == rec for every record", function()
       local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 100000,
         sample_type = { "identifier", "ip", "tid", "time", "addr", "id", "stream_id", "cpu", "period",
@@ -524,7 +565,7 @@ describe("perfev.encode", function()
       -- for the side-band records, which a full ring would lose
       local ring <close> = assert(ev:mmap(256))
       ev:enable()
-      burn(30)
+      u.burn(30)
       os.execute("true")   -- fork and exit records
       ev:disable()
       local by_type, n = {}, 0
@@ -574,9 +615,7 @@ describe("perfev.encode", function()
       return attr(t)
     end
     -- struct sample_id at the end of a side-band record, read from the
-    -- file: the decoder lets body fields of the same name hide it (a fork's
-    -- trailer has the parent's pid), so the spec hands it to encode as
-    -- rec.sample_id, the form encode takes for it
+    -- file by string.unpack: what the decoder's rec.sample_id must hold
     local TRAILER = { { "TID", "I4I4", "pid", "tid" }, { "TIME", "I8", "time" }, { "ID", "I8", "id" },
                       { "STREAM_ID", "I8", "stream_id" }, { "CPU", "I4I4", "cpu", false },
                       { "IDENTIFIER", "I8", "id" } }
@@ -613,20 +652,23 @@ describe("perfev.encode", function()
         local a = perf_attr(data)
         local recs = perf_records(data)
         os.remove(data)
-        local kinds, nsample = {}, 0
+        local kinds, nsample, nsid = {}, 0, 0
         for _, bytes in ipairs(recs) do
           local rec = decode1(bytes, a)
-          local b = perfev.encode(rec, a)
-          assert.same(rec, decode1(b, a))
-          if type(rec.type) == "string" and rec.type ~= "sample" and a.sample_id_all ~= 0 then
-            rec.sample_id = file_trailer(bytes, a)
-            b = perfev.encode(rec, a)
+          -- where a body field hides a trailer field (comm's pid, a fork's
+          -- parent), rec.sample_id is the whole trailer as the file has it
+          if rec.sample_id then
+            assert.same(file_trailer(bytes, a), rec.sample_id)
+            nsid = nsid + 1
           end
+          local b = perfev.encode(rec, a)
           assert.equal(hex(bytes), hex(b))
+          assert.same(rec, decode1(b, a))
           kinds[rec.type] = true
           if rec.type == "sample" then nsample = nsample + 1 end
         end
         assert.is_true(nsample >= 3, nsample .. " samples")
+        assert.is_true(nsid >= 1, "records with rec.sample_id")
         assert.is_true(kinds.comm and kinds.mmap and true or false, "comm and mmap records")
         assert.is_true(kinds[68] or kinds[69] or false, "perf's own record types (finished_round, id_index)")
       end)

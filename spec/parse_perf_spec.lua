@@ -23,15 +23,11 @@ local names = require "perfev.names"
 local cache = require "perfev.cache"
 local fs = require "perfev.fs"
 local tracepoint = require "perfev.tracepoint"
+local shell = require "spec.support.shell"
 
-local function sh(cmd)
-  local p = assert(io.popen(cmd, "r"))
-  local out = p:read("a")
-  p:close()
-  return out
-end
+local sh = shell.sh
 
-local PERF = sh("command -v perf 2>/dev/null"):gsub("%s+$", "")
+local PERF = shell.trim(sh("command -v perf 2>/dev/null"))
 if PERF ~= "" and sh(PERF .. " --version 2>/dev/null") == "" then PERF = "" end
 local HAVE_TRACEFS = tracepoint.root() ~= nil
 
@@ -255,7 +251,7 @@ local DEVIATIONS = { ["r0x1a8"] = 0x1a8, ["r0x0"] = 0 }
 -- run_all(strings, command): perf COMMAND -vv -e STRING true for each, in
 -- parallel; "record" writes its perf.data beside the output, in the temporary directory.
 local function run_all(strings, command)
-  local dir = sh("mktemp -d"):gsub("%s+$", "")
+  local dir = shell.tmpdir()
   local list = dir .. "/list"
   local f = assert(io.open(list, "wb"))
   for i, s in ipairs(strings) do f:write(i, "\0", s, "\0") end
@@ -265,7 +261,7 @@ local function run_all(strings, command)
      :format(PERF, cmd, dir, list))
   local out = {}
   for i = 1, #strings do out[i] = fs.read(dir .. "/" .. i) or "" end
-  sh("rm -rf " .. dir)
+  shell.rmdir(dir)
   return out
 end
 

@@ -5,6 +5,7 @@
 local pd = require "perfev.perfdata"
 local B = require "spec.support.perfdata_build"
 local core = require "perfev.core"
+local shell = require "spec.support.shell"
 
 local FIXTURE = "spec/fixtures/perfdata/small.data"        -- perf record -e page-faults -c 20 -g -- true
 local PIPE_FIXTURE = "spec/fixtures/perfdata/small-pipe.data"
@@ -22,12 +23,7 @@ do
   end
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(path) return assert(shell.read_file(path)) end
 
 -- Opens the bytes and reads every record in both orders. Returns "ok",
 -- or "open" / "records" and the message, which must be perfev's.

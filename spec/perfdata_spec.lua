@@ -7,17 +7,8 @@ local pd = require "perfev.perfdata"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
 
-local function all(f, opts)
-  local t = {}
-  for rec in f:records(opts) do t[#t + 1] = rec end
-  return t
-end
-
-local function samples_of(recs)
-  local t = {}
-  for _, r in ipairs(recs) do if r.type == "sample" then t[#t + 1] = r end end
-  return t
-end
+local function all(f, opts) return u.collect(f, nil, opts) end
+local function samples_of(recs) return u.of_type(recs, "sample") end
 
 -- perfev's records in time order against perf's -D listing: the same
 -- records (type and file offset) in the same order, and for samples the

@@ -13,28 +13,10 @@ local host = require "perfev.perfdata.host"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
 
-local function all(f, opts)
-  local t = {}
-  for rec in f:records(opts) do t[#t + 1] = rec end
-  return t
-end
+local function all(f, opts) return u.collect(f, nil, opts) end
+local function samples_of(recs) return u.of_type(recs, "sample") end
 
-local function samples_of(recs)
-  local t = {}
-  for _, r in ipairs(recs) do if r.type == "sample" then t[#t + 1] = r end end
-  return t
-end
-
--- Runs a perf command; returns its stdout and stderr.
-local function perf(args, stdin)
-  local err = os.tmpname()
-  local cmd = ("perf %s 2>'%s'"):format(args, err)
-  if stdin then cmd = cmd .. (" < '%s'"):format(stdin) end
-  local out = u.sh(cmd)
-  local e = u.read_file(err) or ""
-  os.remove(err)
-  return out, e
-end
+local perf = P.perf
 
 -- perf script's raw fields of a file (pipe mode through stdin), with the
 -- symbol names perf adds to callchain lines in pipe mode cut off.
@@ -527,5 +509,73 @@ describe("perfev.perfdata writer", function()
       fh:close()
       f:close()
     end)
+  end)
+end)
+
+-- The features perfev.perfdata.features reads by a layout, written by
+-- featwrite from that same layout: a value read back is the value written.
+describe("perfev.perfdata features described by a layout", function()
+  local features = require "perfev.perfdata.features"
+  local HOST = string.pack("=I2", 1) == string.pack("<I2", 1) and "<" or ">"
+  local VALUES = {
+    nrcpus = { available = 4, online = 2 },
+    numa_topology = { { node = 0, mem_total = 1 << 33, mem_free = 12345, cpus = "0-1" },
+                      { node = 1, mem_total = 1 << 32, mem_free = 0, cpus = "2-3" } },
+    group_desc = { { name = "{task-clock,page-faults}", leader_idx = 1, nr_members = 2 } },
+    cache = { version = 1, { level = 1, line_size = 64, sets = 64, ways = 8, type = "Data", size = "32K",
+                             map = "0-1" },
+              { level = 2, line_size = 64, sets = 1024, ways = 16, type = "Unified", size = "1024K",
+                map = "0-3" } },
+    sample_time = { first = 100, last = -2 },
+    mem_topology = { version = 1, block_size = 1 << 27,
+                     { node = 0, size = 1 << 30, bits = 70, bitmap = { -1, 0x3f } } },
+    clockid = { res_ns = 1 },
+    clock_data = { version = 1, clockid = 1, tod_ns = 1700000000123456789, clockid_ns = 12345 },
+    hybrid_topology = { { pmu_name = "cpu_core", cpus = "0-7" }, { pmu_name = "cpu_atom", cpus = "8-15" } },
+  }
+
+  it("every one the writer copies reads back the same; those it never copies have no encoder", function()
+    local n = 0
+    for name in pairs(features.layouts) do
+      if featwrite.NOT_COPIED[name] then
+        assert.is_nil(featwrite.encoders[name], name)
+        assert.is_false(featwrite.writable(name), name)
+      else
+        local v = assert(VALUES[name], "no value for the layout of " .. name)
+        local bytes = featwrite.encode(name, v)
+        assert.same(v, features.parse(name, bytes, HOST, {}), name)
+        n = n + 1
+      end
+    end
+    assert.equal(9, n)
+    -- a default the writer puts where the value has none
+    assert.same({ version = 1 }, features.parse("cache", featwrite.encode("cache", {}), HOST, {}))
+    assert.equal(4 + 4 + 8 + 8, #featwrite.encode("clock_data", { clockid = 1, tod_ns = 0, clockid_ns = 0 }))
+  end)
+
+  it("a wrong value names the feature and the field", function()
+    local function fails(msg, name, v)
+      local ok, err = pcall(featwrite.encode, name, v)
+      assert.is_false(ok)
+      assert.equal("perfev.perfdata: feature '" .. name .. "': " .. msg, err)
+    end
+    fails("'cache' must be a table, got number", "cache", 5)
+    fails("'numa_topology[2].mem_free' must be an integer, got string", "numa_topology",
+          { VALUES.numa_topology[1], { node = 1, mem_total = 1, mem_free = "0", cpus = "2-3" } })
+    fails("'hybrid_topology[1].cpus' must be a string, got nil", "hybrid_topology", { { pmu_name = "cpu" } })
+    fails("'mem_topology[1].bitmap[2]' must be an integer, got number", "mem_topology",
+          { block_size = 1, { node = 0, size = 1, bits = 128, bitmap = { 1, 0.5 } } })
+    fails("'online' must be an integer, got nothing", "nrcpus", { available = 1 })
+  end)
+
+  it("a section cut short names the field it ran out in", function()
+    local bytes = featwrite.encode("numa_topology", VALUES.numa_topology)
+    local v, msg = features.parse("numa_topology", bytes:sub(1, -2), HOST, {})
+    assert.is_nil(v)
+    assert.matches("^feature 'numa_topology': cpus needs 64 bytes at offset %d+, 63 left$", msg)
+    v, msg = features.parse("mem_topology", featwrite.encode("mem_topology", VALUES.mem_topology):sub(1, -9),
+                            HOST, {})
+    assert.is_nil(v)
+    assert.matches("^feature 'mem_topology': bitmap needs 16 bytes", msg)
   end)
 end)

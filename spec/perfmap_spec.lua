@@ -7,12 +7,6 @@ local perfmap = require "perfev.perfmap"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
 
-local function lines_of(path)
-  local t = {}
-  for line in io.lines(path) do t[#t + 1] = line end
-  return t
-end
-
 describe("perfev.perfmap", function()
   local dir
   setup(function() dir = P.tmpdir() end)
@@ -26,7 +20,7 @@ describe("perfev.perfmap", function()
     assert(m:add(0x10, 1, "tiny name with spaces"))
     assert.same({ 0x10, 0x7f0000001040 }, { m:range() })
     assert(m:close())
-    assert.same({ "7f0000001000 40 lua:main@x.lua:1", "10 1 tiny name with spaces" }, lines_of(path))
+    assert.same({ "7f0000001000 40 lua:main@x.lua:1", "10 1 tiny name with spaces" }, u.lines(path))
     assert(m:close())   -- twice is harmless
     assert.error_matches(function() m:add(1, 1, "x") end, "closed")
   end)
@@ -40,7 +34,7 @@ describe("perfev.perfmap", function()
     local m2 = assert(perfmap.open(nil, { append = true }))
     assert(m2:add(0x2000, 0x10, "two"))
     assert(m2:close())
-    assert.same({ "1000 10 one", "2000 10 two" }, lines_of(m.path))
+    assert.same({ "1000 10 one", "2000 10 two" }, u.lines(m.path))
     assert.is_true(m2:remove())
     assert.is_false(u.exists(m.path))
   end)
@@ -51,7 +45,7 @@ describe("perfev.perfmap", function()
     local a, b = m:intern("f"), m:intern("g")
     assert.same({ 0x5000, 0x5008, 0x5000 }, { a, b, m:intern("f") })
     assert(m:flush())
-    assert.same({ "5000 8 f", "5008 8 g" }, lines_of(path))
+    assert.same({ "5000 8 f", "5008 8 g" }, u.lines(path))
     local r = m:mmap_record()
     assert.same({ "mmap2", 99, 0x5000, 16, "//anon", 5, 0x22 },
                 { r.type, r.pid, r.addr, r.len, r.filename, r.prot, r.flags })
@@ -104,13 +98,7 @@ describe("perfev.perfmap", function()
       return m
     end
 
-    local function perf(args)
-      local err = os.tmpname()
-      local out = u.sh(("perf %s 2>'%s'"):format(args, err))
-      local e = u.read_file(err)
-      os.remove(err)
-      return out, e
-    end
+    local perf = P.perf
 
     it("names samples in an anonymous executable mapping from the map", function()
       local path = dir .. "/anon.data"

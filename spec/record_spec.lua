@@ -16,15 +16,7 @@ local function work(n)
   return s
 end
 
-local function perf(args, stdin)
-  local err = os.tmpname()
-  local cmd = ("perf %s 2>'%s'"):format(args, err)
-  if stdin then cmd = cmd .. (" < '%s'"):format(stdin) end
-  local out = u.sh(cmd)
-  local e = u.read_file(err) or ""
-  os.remove(err)
-  return out, e
-end
+local perf = P.perf
 
 local function samples(path)
   local f = assert(pd.open(path))

@@ -9,15 +9,6 @@ local u = require "spec.support.util"
 local PID = u.pid()
 local pack = string.pack
 
--- Burns about ms milliseconds of this process's cpu time in Lua.
-local function burn(ms)
-  local stop, x = os.clock() + ms / 1000, 0
-  while os.clock() < stop do
-    for i = 1, 1000 do x = x + i % 7 end
-  end
-  return x
-end
-
 -- A cpu-clock sampler writing backward, with times on CLOCK_MONOTONIC so
 -- that they compare with h.now_ns().
 local function backward_sampler(fields, opts)
@@ -46,9 +37,9 @@ describe("perfev overwrite rings", function()
       assert.is_true(ring:info().overwrite)
       assert.is_true(ring:info().write_backward)
       ev:enable()
-      burn(30)
+      u.burn(30)
       local mark = u.h.now_ns()
-      burn(60)   -- ~600 samples of 40 bytes: the 4 KiB ring wraps several times after mark
+      u.burn(60)   -- ~600 samples of 40 bytes: the 4 KiB ring wraps several times after mark
       local snap = assert(ring:snapshot())   -- pauses, copies, resumes: still enabled
       local head = ring:info().data_head
       assert.is_true(-head > 4 * size, "the ring wrapped " .. (-head / size) .. " times")
@@ -74,7 +65,7 @@ describe("perfev overwrite rings", function()
       assert.is_true(snap[1].time <= u.h.now_ns())
 
       -- resumed: the kernel keeps writing after a snapshot
-      burn(20)
+      u.burn(20)
       ev:disable()
       local later = assert(ring:snapshot())
       assert.is_true(later[1].time > snap[1].time)
@@ -84,7 +75,7 @@ describe("perfev overwrite rings", function()
     it("a snapshot consumes nothing: two snapshots of a stopped event are the same", function()
       local ev = backward_sampler()
       local ring = assert(ev:mmap(2))
-      ev:enable(); burn(50); ev:disable()
+      ev:enable(); u.burn(50); ev:disable()
       local a = assert(ring:snapshot())
       local b = assert(ring:snapshot { pause = false })
       assert.is_true(#a > 0)
@@ -97,11 +88,11 @@ describe("perfev overwrite rings", function()
     it("samples dropped while output is paused come back as a lost record, counted once", function()
       local ev = backward_sampler { sample_type = { "identifier", "ip", "tid", "time", "period" } }
       local ring = assert(ev:mmap(16))
-      ev:enable(); burn(5)
+      ev:enable(); u.burn(5)
       assert.is_true(ev:pause_output(true))
-      burn(30)   -- ~300 samples dropped
+      u.burn(30)   -- ~300 samples dropped
       assert.is_true(ev:pause_output(false))
-      burn(5); ev:disable()
+      u.burn(5); ev:disable()
       local lost = {}
       for _, r in ipairs(assert(ring:snapshot())) do
         if r.type == "lost" then lost[#lost + 1] = r end
@@ -119,7 +110,7 @@ describe("perfev overwrite rings", function()
       local ev = backward_sampler()
       local ring = assert(ev:mmap(16))   -- 64 KiB: ~1600 samples, far more than 20 ms gives
       local t0 = u.h.now_ns()
-      ev:enable(); burn(20); ev:disable()
+      ev:enable(); u.burn(20); ev:disable()
       local written = -ring:info().data_head
       assert.is_true(written > 0 and written < ring:info().data_size)
       assert.equal(written, ring:pending())
@@ -143,7 +134,7 @@ describe("perfev overwrite rings", function()
       local ev2 = backward_sampler { config = "task-clock", sample_type = ST, sample_period = 300000 }
       local ring = assert(ev1:mmap(16))
       assert.is_true(ring:add(ev2))
-      ev1:enable(); ev2:enable(); burn(60); ev1:disable(); ev2:disable()
+      ev1:enable(); ev2:enable(); u.burn(60); ev1:disable(); ev2:disable()
       local n = {}
       for _, s in ipairs(assert(ring:snapshot())) do
         assert.is_true(s.event == ev1 or s.event == ev2)
@@ -158,7 +149,7 @@ describe("perfev overwrite rings", function()
     it("a forward overwrite ring is mapped, but snapshot() refuses it, naming write_backward", function()
       local ev = backward_sampler { write_backward = false }
       local ring = assert(ev:mmap(1, { overwrite = true }))
-      ev:enable(); burn(60); ev:disable()
+      ev:enable(); u.burn(60); ev:disable()
       local info = ring:info()
       assert.is_true(info.overwrite)
       assert.is_false(info.write_backward)
@@ -213,7 +204,7 @@ describe("perfev overwrite rings", function()
     it("a closed event cannot be paused: snapshot raises; with pause = false it reads", function()
       local ev = backward_sampler()
       local ring = assert(ev:mmap(1))
-      ev:enable(); burn(10); ev:disable()
+      ev:enable(); u.burn(10); ev:disable()
       ev:close()
       assert.has_error(function() ring:snapshot() end, "perfev.ring: its event is closed")
       assert.is_true(#ring:snapshot { pause = false } > 0)

@@ -6,15 +6,6 @@ local u = require "spec.support.util"
 
 local PID = u.pid()
 
--- Burns about ms milliseconds of this process's cpu time in Lua.
-local function burn(ms)
-  local stop, x = os.clock() + ms / 1000, 0
-  while os.clock() < stop do
-    for i = 1, 1000 do x = x + i % 7 end
-  end
-  return x
-end
-
 local function sampler(fields, opts)
   local t = { type = "software", config = "cpu-clock", sample_period = 200000,
               sample_type = { "ip", "tid", "time", "cpu", "period" }, disabled = true }
@@ -22,17 +13,7 @@ local function sampler(fields, opts)
   return assert(perfev.open(t, opts))
 end
 
-local function collect(ring, into)
-  into = into or {}
-  for rec in ring:records() do into[#into + 1] = rec end
-  return into
-end
-
-local function of_type(recs, t)
-  local out = {}
-  for _, r in ipairs(recs) do if r.type == t then out[#out + 1] = r end end
-  return out
-end
+local collect, of_type = u.collect, u.of_type
 
 describe("perfev ring", function()
   describe("ev:mmap", function()
@@ -67,7 +48,7 @@ describe("perfev ring", function()
     it("0 pages maps the metadata page alone: no records", function()
       local ev = sampler()
       local ring = assert(ev:mmap(0))
-      ev:enable(); burn(20); ev:disable()
+      ev:enable(); u.burn(20); ev:disable()
       assert.same({}, collect(ring))
       assert.is_true(ring:info().time_enabled > 0)
       ring:close(); ev:close()
@@ -78,7 +59,7 @@ describe("perfev ring", function()
       collectgarbage(); collectgarbage()
       local ev = ring:event()
       assert.is_false(ev:closed())
-      ev:enable(); burn(10); ev:disable()
+      ev:enable(); u.burn(10); ev:disable()
       assert.is_true(#collect(ring) > 0)
       assert.is_true(ring:close())
       assert.is_true(ring:closed())
@@ -107,7 +88,7 @@ describe("perfev ring", function()
           sample_regs_user = { "ax", "sp", "ip" }, sample_stack_user = 256,
           read_format = { "total_time_enabled", "total_time_running", "id" } }
         local ring = assert(ev:mmap(64))
-        ev:enable(); burn(100); ev:disable()
+        ev:enable(); u.burn(100); ev:disable()
         local samples = of_type(collect(ring), "sample")
         assert.is_true(#samples >= 10, #samples .. " samples")
         local last = 0
@@ -143,7 +124,7 @@ describe("perfev ring", function()
       local pos, wrapped, n = 0, 0, 0
       ev:enable()
       for _ = 1, 60 do
-        burn(3)
+        u.burn(3)
         for rec in ring:records() do
           if rec.type == "sample" then
             n = n + 1
@@ -164,9 +145,9 @@ describe("perfev ring", function()
     it("a 1-page ring under a high rate reports its losses; what it delivers is intact", function()
       local ev = sampler { sample_period = 10000, sample_type = { "ip", "tid", "time", "period" } }
       local ring = assert(ev:mmap(1))
-      ev:enable(); burn(100)
+      ev:enable(); u.burn(100)
       local recs = collect(ring)   -- frees the ring: the kernel reports what it dropped
-      burn(20); ev:disable()
+      u.burn(20); ev:disable()
       collect(ring, recs)
       local lost = of_type(recs, "lost")
       assert.is_true(#lost >= 1, "no lost record")
@@ -190,7 +171,7 @@ describe("perfev ring", function()
       local ev2 = sampler { config = "task-clock", sample_type = ST, sample_period = 300000 }
       local ring = assert(ev1:mmap(16))
       assert.is_true(ring:add(ev2))
-      ev1:enable(); ev2:enable(); burn(100); ev1:disable(); ev2:disable()
+      ev1:enable(); ev2:enable(); u.burn(100); ev1:disable(); ev2:disable()
       local n = {}
       for _, s in ipairs(of_type(collect(ring), "sample")) do
         assert.is_true(s.event == ev1 or s.event == ev2)
@@ -218,7 +199,7 @@ describe("perfev ring", function()
       local member = assert(perfev.open({ type = "software", config = "page-faults" }, { group = leader }))
       local ring = assert(leader:mmap(16))
       leader:enable(true)
-      for _ = 1, 50 do u.h.touch_pages(16); burn(2) end
+      for _ = 1, 50 do u.h.touch_pages(16); u.burn(2) end
       leader:disable(true)
       local samples = of_type(collect(ring), "sample")
       assert.is_true(#samples > 5)
@@ -249,7 +230,7 @@ describe("perfev ring", function()
       local other = sampler()
       local other_ring = assert(other:mmap(2))
       local len = other_ring:info().data_size + other_ring:info().data_offset
-      burn(5)
+      u.burn(5)
       ev:disable()
       f = assert(io.open("/proc/self/comm", "w")); f:write(old); f:close()
       local recs = collect(ring)
@@ -283,7 +264,7 @@ describe("perfev ring", function()
     it("wakes up for data (wakeup_events)", function()
       local ev = sampler { wakeup_events = 1 }
       local ring = assert(ev:mmap(1))
-      ev:enable(); burn(10); ev:disable()
+      ev:enable(); u.burn(10); ev:disable()
       assert.is_true((ring:poll(1000)))
       assert.is_true(ring:pending() > 0)
       collect(ring)

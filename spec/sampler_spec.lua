@@ -9,32 +9,11 @@ local u = require "spec.support.util"
 local PID = u.pid()
 local PROT_EXEC = 4
 
--- Burns about ms milliseconds of this process's cpu time in Lua.
-local function burn(ms)
-  local stop, x = os.clock() + ms / 1000, 0
-  while os.clock() < stop do
-    for i = 1, 1000 do x = x + i % 7 end
-  end
-  return x
-end
-
-local function collect(s)
-  local out = {}
-  for rec in s:records() do out[#out + 1] = rec end
-  return out
-end
-
-local function where(recs, pred)
-  local out = {}
-  for _, r in ipairs(recs) do if pred(r) then out[#out + 1] = r end end
-  return out
-end
+local collect, where, trim = u.collect, u.where, u.trim
 
 local function of(recs, t, pid)
   return where(recs, function(r) return r.type == t and (pid == nil or r.pid == pid) end)
 end
-
-local function trim(s) return (s:gsub("%s+$", "")) end
 
 local function perf_maps()
   local _, n = u.read_file("/proc/self/maps"):gsub("perf_event", "")
@@ -175,7 +154,7 @@ describe("perfev.sampler", function()
   describe("sampling this process", function()
     it("samples from every CPU's ring, merged in time order, each with its CPU", function()
       local s = assert(perfev.sampler { period = 200000, sample_type = { "ip", "tid", "time", "period" } })
-      s:enable(); burn(100); s:disable()
+      s:enable(); u.burn(100); s:disable()
       local samples = of(collect(s), "sample")
       assert.is_true(#samples >= 10, #samples .. " samples")
       local last, seen = 0, {}
@@ -211,7 +190,7 @@ describe("perfev.sampler", function()
 
     it("without time in sample_type, records come CPU by CPU", function()
       local s = assert(perfev.sampler { period = 100000, sample_type = { "ip", "tid" } })
-      s:enable(); burn(60); s:disable()
+      s:enable(); u.burn(60); s:disable()
       local recs = collect(s)
       assert.is_true(#recs >= 5)
       for i = 2, #recs do assert.is_true(recs[i - 1].cpu <= recs[i].cpu) end
@@ -389,7 +368,7 @@ describe("perfev.sampler", function()
                    { type = "software", config = "task-clock", sample_period = 300000 } } })
       assert.equal(2 * ONLINE, #s.events)
       assert.equal(ONLINE, #s.rings)
-      s:enable(); burn(100); s:disable()
+      s:enable(); u.burn(100); s:disable()
       local n = {}
       for _, r in ipairs(of(collect(s), "sample")) do
         local name = r.event:data().name

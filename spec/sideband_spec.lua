@@ -10,19 +10,7 @@ local u = require "spec.support.util"
 local PID = u.pid()
 local PROT_READ, PROT_EXEC, MAP_SHARED = 1, 4, 1
 
-local function collect(s)
-  local out = {}
-  for rec in s:records() do out[#out + 1] = rec end
-  return out
-end
-
-local function where(recs, pred)
-  local out = {}
-  for _, r in ipairs(recs) do if pred(r) then out[#out + 1] = r end end
-  return out
-end
-
-local function trim(s) return (s:gsub("%s+$", "")) end
+local collect, where, trim = u.collect, u.where, u.trim
 
 -- The /proc/self/maps line of the mapping starting at addr, as fields.
 local function maps_line(addr)
@@ -66,6 +54,19 @@ local function fresh_library()
   local ok = os.execute(("cp '%s' '%s'"):format(src, dst))
   assert(ok, "cannot copy " .. src)
   return dst
+end
+
+-- Loads the library at path with package.loadlib under a sampler asking
+-- for mmap2 records (build_id: their build-id form); returns the sampler
+-- and the mmap2 records of that file, at least one.
+local function load_library(path, build_id)
+  local s = assert(perfev.sampler { event = "dummy", mmap2 = true, build_id = build_id })
+  s:enable()
+  assert(package.loadlib(path, "*"))
+  s:disable()
+  local recs = where(collect(s), function(r) return r.type == "mmap2" and r.filename == path end)
+  assert.is_true(#recs >= 1, "no mmap2 record for " .. path)
+  return s, recs
 end
 
 describe("side-band records", function()
@@ -128,12 +129,7 @@ describe("side-band records", function()
 
   it("mmap2 of a library loaded with package.loadlib: its executable segment, inode form", function()
     local path = fresh_library()
-    local s = assert(perfev.sampler { event = "dummy", mmap2 = true })
-    s:enable()
-    assert(package.loadlib(path, "*"))
-    s:disable()
-    local recs = where(collect(s), function(r) return r.type == "mmap2" and r.filename == path end)
-    assert.is_true(#recs >= 1, "no mmap2 record for " .. path)
+    local s, recs = load_library(path)
     local st = stat(path)
     for _, m in ipairs(recs) do
       assert.equal(PID, m.pid)
@@ -156,12 +152,7 @@ describe("side-band records", function()
       pending(why)
       return
     end
-    local s = assert(perfev.sampler { event = "dummy", mmap2 = true, build_id = true })
-    s:enable()
-    assert(package.loadlib(path, "*"))
-    s:disable()
-    local recs = where(collect(s), function(r) return r.type == "mmap2" and r.filename == path end)
-    assert.is_true(#recs >= 1, "no mmap2 record for " .. path)
+    local s, recs = load_library(path, true)
     local st = stat(path)
     for _, m in ipairs(recs) do
       if m.mmap_build_id then

@@ -20,14 +20,10 @@
 #include <linux/perf_event.h>
 #include <lua.h>
 #include <lauxlib.h>
+#include "compat.h"
+#include "clock.h"
 
-static int64_t cpu_ns(void)
-{
-  struct timespec ts;
-  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
-    return -1;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t cpu_ns(void) { return bench_clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
 
 static uint64_t at64(const unsigned char *p)
 {
@@ -126,11 +122,6 @@ static const luaL_Reg funcs[] = {
 int luaopen_rawdecode(lua_State *L);
 int luaopen_rawdecode(lua_State *L)
 {
-#if LUA_VERSION_NUM >= 502
-  luaL_newlib(L, funcs);
-#else
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
-#endif
+  luaL_newlib(L, funcs);   /* compat.h: also for 5.1 */
   return 1;
 }

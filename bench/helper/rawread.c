@@ -16,12 +16,10 @@
 
 #include <lua.h>
 #include <lauxlib.h>
+#include "compat.h"
+#include "clock.h"
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return bench_clock_ns(CLOCK_MONOTONIC); }
 
 static int r_ns_per_read(lua_State *L) {
   int fd = (int)luaL_checkinteger(L, 1);
@@ -66,11 +64,6 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_rawread(lua_State *L);
 int luaopen_rawread(lua_State *L) {
-#if LUA_VERSION_NUM >= 502
-  luaL_newlib(L, funcs);
-#else
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
-#endif
+  luaL_newlib(L, funcs);   /* compat.h: also for 5.1 */
   return 1;
 }

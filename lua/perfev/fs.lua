@@ -47,6 +47,13 @@ function M.isdir(path)
   return false
 end
 
+-- own_pid() -> this process's pid. Read from /proc/self/stat by this
+-- process itself (a child started to ask, e.g. through io.popen, would see
+-- its own).
+function M.own_pid()
+  return math.tointeger(tonumber(assert(M.read("/proc/self/stat")):match("^(%d+)")))
+end
+
 -- exists(path) -> boolean (file or directory)
 function M.exists(path)
   if has_lfs then return lfs.attributes(path, "mode") ~= nil end

@@ -10,7 +10,6 @@
 -- through the C reader (csrc/perfdata*.c) in fixed-size chunks.
 local core = require "perfev.core"
 local header = require "perfev.perfdata.header"
-local features = require "perfev.perfdata.features"
 local names = require "perfev.names"
 
 local M = {}
@@ -49,22 +48,28 @@ local function name_events(entries, desc)
   return entries
 end
 
+-- Gives reader r its events, named (from event_desc when the file has
+-- it): r, feats, or nil and why (r closed).
+local function set_attrs(r, entries, feats)
+  name_events(entries, feats.event_desc)
+  local ok, err = pcall(r.set_attrs, r, entries)
+  if not ok then
+    r:close()
+    return nil, tostring(err)
+  end
+  return r, feats
+end
+
 local function open_file(fh, h, name, opts)
   local ok, msg = header.read(fh, h)
   if not ok then return nil, msg end
   local entries, why = header.attrs(fh, h)
   if not entries then return nil, why end
   local feats = header.features(fh, h)
-  name_events(entries, feats.event_desc)
   local r = core.perfdata_reader(fh, { name = name, start = h.data.offset, size = h.data.size,
                                        swap = h.swap, seekable = true, bufsize = opts.bufsize,
                                        max_queue = opts.max_queue })
-  local okset, err = pcall(r.set_attrs, r, entries)
-  if not okset then
-    r:close()
-    return nil, tostring(err)
-  end
-  return r, feats
+  return set_attrs(r, entries, feats)
 end
 
 -- Pipe mode: attrs and features come as records; they are read ahead here
@@ -82,22 +87,10 @@ local function open_pipe(fh, h, name, opts)
   local feats, ctx = {}, { swap = h.swap }
   for _, rec in ipairs(list) do
     if rec.type == "header_feature" and rec.feature then
-      local v, why = features.parse(rec.feature, rec.data, h.e, ctx)
-      if v == nil then
-        h.warnings[#h.warnings + 1] = why
-      else
-        feats[rec.feature], ctx[rec.feature] = v, v
-      end
+      header.add_feature(h, feats, ctx, rec.feature, rec.data)
     end
   end
-  local entries = r:attrs()
-  name_events(entries, feats.event_desc)
-  local okset, err = pcall(r.set_attrs, r, entries)
-  if not okset then
-    r:close()
-    return nil, tostring(err)
-  end
-  return r, feats
+  return set_attrs(r, r:attrs(), feats)
 end
 
 -- pd.open(path | "-" | file handle[, opts]) -> file | nil, message

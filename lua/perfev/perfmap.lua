@@ -14,6 +14,8 @@
 -- names one): a sample at an address no mapping covers stays [unknown].
 -- m:mmap_record() gives that mapping for the addresses the map covers. See
 -- doc/perfdata-write.md.
+local fs = require "perfev.fs"
+
 local M = {}
 
 -- Where m:intern places names unless told otherwise: 1 TiB, above a
@@ -28,13 +30,6 @@ local MISC_USER = 2
 
 local Map = {}
 Map.__index = Map
-
-local function own_pid()
-  local f = assert(io.open("/proc/self/stat", "r"))
-  local pid = math.tointeger(tonumber(f:read("a"):match("^(%d+)")))
-  f:close()
-  return pid
-end
 
 -- perfmap.open([pid[, opts]]) -> map | nil, message, errno
 -- pid: whose map (default this process); opts.path: another file (tests),
@@ -51,7 +46,7 @@ function M.open(pid, opts)
       error(("perfev.perfmap.open: opts.%s must be a positive integer"):format(k), 2)
     end
   end
-  pid = pid or own_pid()
+  pid = pid or fs.own_pid()
   local path = opts.path or ("/tmp/perf-%d.map"):format(pid)
   local f, msg, errno = io.open(path, opts.append and "a" or "w")
   if not f then return nil, "perfev.perfmap: " .. msg, errno end

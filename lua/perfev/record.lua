@@ -17,6 +17,8 @@ local sampler = require "perfev.sampler"
 local writer = require "perfev.perfdata.writer"
 local synth = require "perfev.perfdata.synth"
 local fs = require "perfev.fs"
+local options = require "perfev.options"
+local core = require "perfev.core"
 
 local M = {}
 
@@ -38,13 +40,8 @@ local function fail(fmt, ...)
 end
 
 local function check(opts)
-  if type(opts) ~= "table" then fail("options are a table, got %s", type(opts)) end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then fail("unknown option '%s'", tostring(k)) end
-    local ok = want == "any" or (want == "integer" and math.type(v) == "integer") or type(v) == want
-    if not ok then fail("option '%s' must be a %s, got %s", k, want, type(v)) end
-  end
+  local bad = options.check(opts, OPTIONS, "must be a")
+  if bad then fail("%s", bad) end
   local n = (opts.fn and 1 or 0) + (opts.command and 1 or 0) + (opts.pid and 1 or 0)
   if n ~= 1 then fail("give exactly one of 'fn', 'command' and 'pid'") end
   if opts.pid and not opts.duration_ms then fail("option 'pid' needs 'duration_ms'") end
@@ -54,15 +51,6 @@ local function check(opts)
   if d ~= nil and d ~= false and (math.type(d) ~= "integer" or d <= 0) then
     fail("option 'drain_every' must be a positive integer or false")
   end
-end
-
--- Seconds since boot, to 10 ms (/proc/uptime): the wall clock of duration_ms.
-local function uptime()
-  return tonumber((fs.read("/proc/uptime") or "0"):match("^([%d.]+)")) or 0
-end
-
-local function own_pid()
-  return math.tointeger(tonumber((fs.read("/proc/self/stat") or ""):match("^(%d+)")))
 end
 
 -- The sampler's options for a recording.
@@ -137,7 +125,7 @@ function M.record(opts)
   local pre = {}
   if opts.kernel ~= false then pre[#pre + 1] = synth.kernel() end
   if not opts.command then
-    for _, r in ipairs(synth.process(opts.pid or own_pid(), { data = opts.mmap_data })) do
+    for _, r in ipairs(synth.process(opts.pid or fs.own_pid(), { data = opts.mmap_data })) do
       pre[#pre + 1] = r
     end
   end
@@ -171,11 +159,12 @@ function M.record(opts)
       local eok, m, e = s:enable()
       if not eok then s:close(); w:close(); return nil, m, e end
     end
-    local deadline = opts.duration_ms and uptime() + opts.duration_ms / 1000
+    -- the wall clock of duration_ms: CLOCK_MONOTONIC, which no clock change moves
+    local deadline = opts.duration_ms and core.clock_ns() + opts.duration_ms * 1000000
     repeat
       local _, hup = s:poll(POLL_MS)
       if ok then ok, err, eno = drain(s, w) end
-      local late = deadline and uptime() >= deadline
+      local late = deadline and core.clock_ns() >= deadline
     until hup or late or not ok
     s:disable()
   end

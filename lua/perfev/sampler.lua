@@ -6,6 +6,8 @@
 -- children through a ring buffer. See doc/sampler.md.
 local core = require "perfev.core"
 local spec = require "perfev.spec"
+local fs = require "perfev.fs"
+local options = require "perfev.options"
 
 local M = {}
 
@@ -74,17 +76,8 @@ local function is_pow2(n)
 end
 
 local function check_options(opts)
-  if type(opts) ~= "table" then fail("options are a table, got %s", type(opts)) end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then fail("unknown option '%s'", tostring(k)) end
-    local ok
-    if want == "spec" then ok = type(v) == "string" or type(v) == "table" or type(v) == "userdata"
-    elseif want == "mask" then ok = type(v) == "string" or type(v) == "table" or math.type(v) == "integer"
-    elseif want == "integer" then ok = math.type(v) == "integer"
-    else ok = type(v) == want end
-    if not ok then fail("option '%s' is a %s, got %s", k, want, type(v)) end
-  end
+  local bad = options.check(opts, OPTIONS, "is a")
+  if bad then fail("%s", bad) end
   if opts.event and opts.events then fail("give 'event' or 'events', not both") end
   if opts.pid and opts.command then fail("give 'pid' or 'command', not both") end
   if opts.command and opts.inherit == false then
@@ -151,13 +144,6 @@ local function build_attr(s, i, nspecs, opts, mode)
 end
 
 -- ---- opening ----
-
-local function own_pid()
-  local f = assert(io.open("/proc/self/stat", "r"))
-  local pid = tonumber(f:read("a"):match("^(%d+)"))
-  f:close()
-  return pid
-end
 
 local function close_all(self)
   for _, r in ipairs(self.rings) do r:close() end
@@ -285,7 +271,7 @@ function M.new(opts)
   end
   local self = setmetatable({
     cpus = cpus, events = {}, rings = {}, by_spec = {}, names = names, mode = mode,
-    command = opts.command, pid = opts.pid or 0, maps = {}, proc_maps = {}, me = own_pid(),
+    command = opts.command, pid = opts.pid or 0, maps = {}, proc_maps = {}, me = fs.own_pid(),
     has_time = attrs[1].sample_type & SAMPLE.TIME ~= 0,
     want_task = opts.task == true,
   }, S)

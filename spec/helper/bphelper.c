@@ -36,6 +36,7 @@
 
 #include <lua.h>
 #include <lauxlib.h>
+#include "compat.h"
 
 static _Alignas(8) volatile uint64_t watched;
 
@@ -256,11 +257,6 @@ static const luaL_Reg funcs[] = {
 
 int luaopen_bphelper(lua_State *L);
 int luaopen_bphelper(lua_State *L) {
-#if LUA_VERSION_NUM >= 502
-  luaL_newlib(L, funcs);
-#else
-  lua_newtable(L);
-  luaL_register(L, NULL, funcs);
-#endif
+  luaL_newlib(L, funcs);   /* compat.h: also for 5.1 */
   return 1;
 }

@@ -2,29 +2,31 @@
 -- tool into a temporary directory and read back what it prints, in raw
 -- forms (no symbols): `perf script -D` (every record as perf delivers it,
 -- with its file offset and raw callchain) and `perf script -F`.
-local u = require "spec.support.util"
+local shell = require "spec.support.shell"
 
 local M = {}
 
 function M.have_perf()
-  local _, ok = u.sh("perf version >/dev/null 2>&1")
-  return ok
+  return select(2, shell.sh("perf version >/dev/null 2>&1"))
 end
 
-function M.tmpdir()
-  local d = u.sh("mktemp -d /tmp/perfev-perfdata.XXXXXX"):gsub("%s+$", "")
-  assert(d ~= "", "mktemp failed")
-  return d
-end
+M.tmpdir, M.rmdir = shell.tmpdir, shell.rmdir
 
-function M.rmdir(d)
-  if d and d:match("^/tmp/perfev%-perfdata%.") then u.sh("rm -rf '" .. d .. "'") end
+-- Runs a perf command (stdin: a file to read from); returns its stdout and stderr.
+function M.perf(args, stdin)
+  local err = os.tmpname()
+  local cmd = ("perf %s 2>'%s'"):format(args, err)
+  if stdin then cmd = cmd .. (" < '%s'"):format(stdin) end
+  local out = shell.sh(cmd)
+  local e = shell.read_file(err) or ""
+  os.remove(err)
+  return out, e
 end
 
 -- Runs `perf record ARGS` (output in path); returns path, or nil and perf's output.
 function M.record(path, args)
-  local out, ok = u.sh(("perf record -o '%s' %s 2>&1"):format(path, args))
-  if not ok or not u.exists(path) then return nil, out end
+  local out, ok = shell.sh(("perf record -o '%s' %s 2>&1"):format(path, args))
+  if not ok or not shell.exists(path) then return nil, out end
   return path
 end
 

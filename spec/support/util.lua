@@ -1,6 +1,8 @@
 -- Helpers shared by the specs (not a spec itself: no _spec in the name).
 --   local u = require "spec.support.util"
 -- u.h is the bphelper C module (spec/helper/bphelper.c, `make spec-helpers`).
+local shell = require "spec.support.shell"
+
 local M = {}
 
 local ok, h = pcall(require, "bphelper")
@@ -16,32 +18,14 @@ M.E = {
   ENODEV = 19, EINVAL = 22, EOPNOTSUPP = 95,
 }
 
-function M.read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-function M.exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
+-- sh, have, trim, quote, read_file, exists, lines, tmpdir, rmdir: plain
+-- Lua, in their own module so that the benchmarks can use them too.
+for k, v in pairs(shell) do M[k] = v end
 
 -- Our own pid: /proc/self/stat read by this process (io.popen's child would
 -- see its own).
 function M.pid()
   return tonumber(assert(M.read_file("/proc/self/stat")):match("^(%d+)"))
-end
-
--- Output of a shell command, and whether it succeeded.
-function M.sh(cmd)
-  local p = assert(io.popen(cmd, "r"))
-  local out = p:read("a")
-  local okay = p:close()
-  return out, okay
 end
 
 -- Open file descriptors of this process, counted in-process by the helper
@@ -102,6 +86,36 @@ function M.spin(ns)
   local t0, x = h.now_ns(), 0
   while h.now_ns() - t0 < ns do x = x + 1 end
   return x
+end
+
+-- Burns about ms milliseconds of this process's cpu time in Lua (os.clock:
+-- cpu time, so that a sampling event sees that much of this process).
+function M.burn(ms)
+  local stop, x = os.clock() + ms / 1000, 0
+  while os.clock() < stop do
+    for i = 1, 1000 do x = x + i % 7 end
+  end
+  return x
+end
+
+-- Every record of src (a ring, a sampler, a perf.data file: anything with
+-- :records(opts)), appended to into (default a new list).
+function M.collect(src, into, opts)
+  into = into or {}
+  for rec in src:records(opts) do into[#into + 1] = rec end
+  return into
+end
+
+-- The records of recs for which pred(rec) holds.
+function M.where(recs, pred)
+  local out = {}
+  for _, r in ipairs(recs) do if pred(r) then out[#out + 1] = r end end
+  return out
+end
+
+-- The records of recs of type t ("sample", "comm", ...).
+function M.of_type(recs, t)
+  return M.where(recs, function(r) return r.type == t end)
 end
 
 -- Spins until ev (a refresh-limited sampling event) stops counting: two

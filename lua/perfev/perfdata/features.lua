@@ -14,7 +14,9 @@ local function flag() return true end
 local P = {}
 M.parsers = P
 
-P.hostname, P.osrelease, P.version, P.arch, P.cpudesc, P.cpuid = str, str, str, str, str, str
+-- struct perf_header_string features (featwrite writes the same list)
+M.STRINGS = { "hostname", "osrelease", "version", "arch", "cpudesc", "cpuid" }
+for _, k in ipairs(M.STRINGS) do P[k] = str end
 P.branch_stack, P.stat = flag, flag
 
 P.tracing_data = function(c) return { size = c:left() } end
@@ -37,12 +39,6 @@ P.build_id = function(c)
                   misc = misc }
   end
   return t
-end
-
--- Two u32: perf writes the cpus present first, then those online.
-P.nrcpus = function(c)
-  local avail = c:u32("nr_cpus_available")
-  return { available = avail, online = c:u32("nr_cpus_online") }
 end
 
 P.total_mem = function(c) return c:u64("total_mem") end
@@ -79,15 +75,6 @@ P.cpu_topology = function(c, ctx)
   return t
 end
 
-P.numa_topology = function(c)
-  local t = {}
-  for i = 1, c:count(c:u32("nr"), 24, "nodes") do
-    t[i] = { node = c:u32("nodenr"), mem_total = c:u64("mem_total"),
-             mem_free = c:u64("mem_free"), cpus = c:str("cpus") }
-  end
-  return t
-end
-
 -- { [pmu name] = type }
 P.pmu_mappings = function(c)
   local t = {}
@@ -96,57 +83,6 @@ P.pmu_mappings = function(c)
     t[c:str("pmu name")] = ty
   end
   return t
-end
-
-P.group_desc = function(c)
-  local t = {}
-  for i = 1, c:count(c:u32("nr"), 12, "groups") do
-    t[i] = { name = c:str("group name"), leader_idx = c:u32("leader_idx"),
-             nr_members = c:u32("nr_members") }
-  end
-  return t
-end
-
-P.auxtrace = function(c)
-  local t = {}
-  for i = 1, c:count(c:u64("nr"), 16, "index entries") do
-    t[i] = { file_offset = c:u64("file_offset"), size = c:u64("sz") }
-  end
-  return t
-end
-
-P.cache = function(c)
-  local version, t = c:u32("version"), {}
-  for i = 1, c:count(c:u32("nr"), 28, "cache levels") do
-    t[i] = { level = c:u32("level"), line_size = c:u32("line_size"), sets = c:u32("sets"),
-             ways = c:u32("ways"), type = c:str("type"), size = c:str("size"),
-             map = c:str("map") }
-  end
-  t.version = version
-  return t
-end
-
-P.sample_time = function(c)
-  return { first = c:u64("first sample time"), last = c:u64("last sample time") }
-end
-
-P.mem_topology = function(c)
-  local t = { version = c:u64("version"), block_size = c:u64("block_size") }
-  for i = 1, c:count(c:u64("nr"), 24, "nodes") do
-    local node, size, bits = c:u64("node"), c:u64("size"), c:u64("bitmap size")
-    local words = {}
-    for j = 1, c:count((bits + 63) // 64, 8, "bitmap") do words[j] = c:u64("bitmap") end
-    t[i] = { node = node, size = size, bits = bits, bitmap = words }
-  end
-  return t
-end
-
-P.clockid = function(c) return { res_ns = c:u64("clockid_res_ns") } end
-P.dir_format = function(c) return { version = c:u64("version") } end
-
-P.compressed = function(c)
-  return { version = c:u32("version"), type = c:u32("type"), level = c:u32("level"),
-           ratio = c:u32("ratio"), mmap_len = c:u32("mmap_len") }
 end
 
 local function caps(c)
@@ -159,19 +95,6 @@ local function caps(c)
 end
 P.cpu_pmu_caps = caps
 
-P.clock_data = function(c)
-  return { version = c:u32("version"), clockid = c:u32("clockid"), tod_ns = c:u64("tod_ns"),
-           clockid_ns = c:u64("clockid_ns") }
-end
-
-P.hybrid_topology = function(c)
-  local t = {}
-  for i = 1, c:count(c:u32("nr"), 8, "pmus") do
-    t[i] = { pmu_name = c:str("pmu_name"), cpus = c:str("cpus") }
-  end
-  return t
-end
-
 -- per pmu: its caps, then its name
 P.pmu_caps = function(c)
   local t = {}
@@ -180,6 +103,71 @@ P.pmu_caps = function(c)
     t[i] = { caps = cp, pmu_name = c:str("pmu_name") }
   end
   return t
+end
+
+-- Features that are fields in a fixed order, then perhaps a count and
+-- that many items of fields: each described once, read by the loop below
+-- and written by featwrite from the same description. A field is
+-- { key, kind, label = name in messages (default key), default = what the
+-- writer puts when the value has none, of = for a bitmap, the field that
+-- holds its size in bits }; kind is u32, u64, str (struct
+-- perf_header_string) or bitmap (u64 words). count: the kind of the item
+-- count; each: the least bytes an item takes; what: the items, in messages.
+local LAYOUTS = {
+  -- perf writes the cpus present first, then those online
+  nrcpus = { fields = { { "available", "u32", label = "nr_cpus_available" },
+                        { "online", "u32", label = "nr_cpus_online" } } },
+  numa_topology = { count = "u32", each = 24, what = "nodes",
+                    items = { { "node", "u32", label = "nodenr" }, { "mem_total", "u64" },
+                              { "mem_free", "u64" }, { "cpus", "str" } } },
+  group_desc = { count = "u32", each = 12, what = "groups",
+                 items = { { "name", "str", label = "group name" }, { "leader_idx", "u32" },
+                           { "nr_members", "u32" } } },
+  auxtrace = { count = "u64", each = 16, what = "index entries",
+               items = { { "file_offset", "u64" }, { "size", "u64", label = "sz" } } },
+  cache = { fields = { { "version", "u32", default = 1 } },
+            count = "u32", each = 28, what = "cache levels",
+            items = { { "level", "u32" }, { "line_size", "u32" }, { "sets", "u32" }, { "ways", "u32" },
+                      { "type", "str" }, { "size", "str" }, { "map", "str" } } },
+  sample_time = { fields = { { "first", "u64", label = "first sample time" },
+                             { "last", "u64", label = "last sample time" } } },
+  mem_topology = { fields = { { "version", "u64", default = 1 }, { "block_size", "u64" } },
+                   count = "u64", each = 24, what = "nodes",
+                   items = { { "node", "u64" }, { "size", "u64" }, { "bits", "u64", label = "bitmap size" },
+                             { "bitmap", "bitmap", of = "bits" } } },
+  clockid = { fields = { { "res_ns", "u64", label = "clockid_res_ns" } } },
+  dir_format = { fields = { { "version", "u64" } } },
+  compressed = { fields = { { "version", "u32" }, { "type", "u32" }, { "level", "u32" },
+                            { "ratio", "u32" }, { "mmap_len", "u32" } } },
+  clock_data = { fields = { { "version", "u32", default = 1 }, { "clockid", "u32" },
+                            { "tod_ns", "u64" }, { "clockid_ns", "u64" } } },
+  hybrid_topology = { count = "u32", each = 8, what = "pmus",
+                      items = { { "pmu_name", "str" }, { "cpus", "str" } } },
+}
+M.layouts = LAYOUTS
+
+local function read_fields(c, fields, into)
+  for _, f in ipairs(fields or {}) do
+    local key, kind, label = f[1], f[2], f.label or f[1]
+    if kind == "bitmap" then
+      local words = {}
+      for j = 1, c:count((into[f.of] + 63) // 64, 8, label) do words[j] = c:u64(label) end
+      into[key] = words
+    else
+      into[key] = c[kind](c, label)   -- the cursor's u32, u64, str
+    end
+  end
+  return into
+end
+
+for name, l in pairs(LAYOUTS) do
+  P[name] = function(c)
+    local t = read_fields(c, l.fields, {})
+    if l.count then
+      for i = 1, c:count(c[l.count](c, "nr"), l.each, l.what) do t[i] = read_fields(c, l.items, {}) end
+    end
+    return t
+  end
 end
 
 -- Parses the section of feature `name`: its value, or nil and a message.

@@ -86,17 +86,9 @@ local E = {}
 M.encoders = E
 
 local function string_feature(name, v) return hstr(name, name, v) end
-for _, k in ipairs { "hostname", "osrelease", "version", "arch", "cpudesc", "cpuid" } do
-  E[k] = string_feature
-end
+for _, k in ipairs(features.STRINGS) do E[k] = string_feature end
 E.branch_stack = function() return "" end
 E.stat = E.branch_stack
-
--- perf writes the cpus present first, then those online
-E.nrcpus = function(name, v)
-  tbl(name, "nrcpus", v)
-  return u32(name, "available", v.available) .. u32(name, "online", v.online)
-end
 
 E.total_mem = function(name, v) return u64(name, "total_mem", v) end
 E.cmdline = function(name, v) return hstrlist(name, "cmdline", v) end
@@ -159,17 +151,6 @@ E.cpu_topology = function(name, v)
   return table.concat(t)
 end
 
-E.numa_topology = function(name, v)
-  tbl(name, "numa_topology", v)
-  local t = { pack("=I4", #v) }
-  for i, n in ipairs(v) do
-    local at = ("numa_topology[%d]."):format(i)
-    t[#t + 1] = u32(name, at .. "node", n.node) .. u64(name, at .. "mem_total", n.mem_total) ..
-                u64(name, at .. "mem_free", n.mem_free) .. hstr(name, at .. "cpus", n.cpus)
-  end
-  return table.concat(t)
-end
-
 -- { [pmu name] = type }: written by type (the reader does not keep perf's
 -- order, which is the order of the PMUs' sysfs directory)
 E.pmu_mappings = function(name, v)
@@ -184,69 +165,7 @@ E.pmu_mappings = function(name, v)
   return table.concat(t)
 end
 
-E.group_desc = function(name, v)
-  tbl(name, "group_desc", v)
-  local t = { pack("=I4", #v) }
-  for i, g in ipairs(v) do
-    local at = ("group_desc[%d]."):format(i)
-    t[#t + 1] = hstr(name, at .. "name", g.name) .. u32(name, at .. "leader_idx", g.leader_idx) ..
-                u32(name, at .. "nr_members", g.nr_members)
-  end
-  return table.concat(t)
-end
-
-E.cache = function(name, v)
-  tbl(name, "cache", v)
-  local t = { u32(name, "version", v.version or 1), pack("=I4", #v) }
-  for i, c in ipairs(v) do
-    local at = ("cache[%d]."):format(i)
-    t[#t + 1] = u32(name, at .. "level", c.level) .. u32(name, at .. "line_size", c.line_size) ..
-                u32(name, at .. "sets", c.sets) .. u32(name, at .. "ways", c.ways) ..
-                hstr(name, at .. "type", c.type) .. hstr(name, at .. "size", c.size) ..
-                hstr(name, at .. "map", c.map)
-  end
-  return table.concat(t)
-end
-
-E.sample_time = function(name, v)
-  tbl(name, "sample_time", v)
-  return u64(name, "first", v.first) .. u64(name, "last", v.last)
-end
-
-E.mem_topology = function(name, v)
-  tbl(name, "mem_topology", v)
-  local t = { u64(name, "version", v.version or 1), u64(name, "block_size", v.block_size),
-              pack("=i8", #v) }
-  for i, n in ipairs(v) do
-    local at = ("mem_topology[%d]."):format(i)
-    t[#t + 1] = u64(name, at .. "node", n.node) .. u64(name, at .. "size", n.size) ..
-                u64(name, at .. "bits", n.bits)
-    for j, w in ipairs(tbl(name, at .. "bitmap", n.bitmap)) do
-      t[#t + 1] = u64(name, ("%sbitmap[%d]"):format(at, j), w)
-    end
-  end
-  return table.concat(t)
-end
-
-E.clockid = function(name, v) return u64(name, "res_ns", tbl(name, "clockid", v).res_ns) end
-
-E.clock_data = function(name, v)
-  tbl(name, "clock_data", v)
-  return u32(name, "version", v.version or 1) .. u32(name, "clockid", v.clockid) ..
-         u64(name, "tod_ns", v.tod_ns) .. u64(name, "clockid_ns", v.clockid_ns)
-end
-
 E.cpu_pmu_caps = function(name, v) return caps(name, v) end
-
-E.hybrid_topology = function(name, v)
-  tbl(name, "hybrid_topology", v)
-  local t = { pack("=I4", #v) }
-  for i, p in ipairs(v) do
-    local at = ("hybrid_topology[%d]."):format(i)
-    t[#t + 1] = hstr(name, at .. "pmu_name", p.pmu_name) .. hstr(name, at .. "cpus", p.cpus)
-  end
-  return table.concat(t)
-end
 
 E.pmu_caps = function(name, v)
   tbl(name, "pmu_caps", v)
@@ -255,6 +174,37 @@ E.pmu_caps = function(name, v)
     t[#t + 1] = caps(name, p.caps) .. hstr(name, ("pmu_caps[%d].pmu_name"):format(i), p.pmu_name)
   end
   return table.concat(t)
+end
+
+-- The features the reader parses by a layout (features.layouts) are
+-- written from the same layout; those never copied get no encoder.
+local WRITE = { u32 = u32, u64 = u64, str = hstr }
+
+local function write_fields(name, fields, v, at, out)
+  for _, f in ipairs(fields or {}) do
+    local key, kind, x = f[1], f[2], v[f[1]]
+    if x == nil then x = f.default end
+    if kind == "bitmap" then
+      for j, w in ipairs(tbl(name, at .. key, x)) do out[#out + 1] = u64(name, ("%s%s[%d]"):format(at, key, j), w) end
+    else
+      out[#out + 1] = WRITE[kind](name, at .. key, x)
+    end
+  end
+end
+
+for name, l in pairs(features.layouts) do
+  if not M.NOT_COPIED[name] then
+    E[name] = function(_, v)
+      tbl(name, name, v)
+      local out = {}
+      write_fields(name, l.fields, v, "", out)
+      if l.count then
+        out[#out + 1] = pack(l.count == "u32" and "=I4" or "=i8", #v)
+        for i, item in ipairs(v) do write_fields(name, l.items, item, ("%s[%d]."):format(name, i), out) end
+      end
+      return table.concat(out)
+    end
+  end
 end
 
 -- The bytes of feature `name` from its value as the reader gives it.

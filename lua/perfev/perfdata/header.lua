@@ -176,16 +176,21 @@ end
 function M.features(fh, h)
   local t, ctx = {}, { swap = h.swap }
   for _, sec in ipairs(h.sections or {}) do
-    if sec.name then
-      local v, why = features.parse(sec.name, read_at(fh, sec.offset, sec.size), h.e, ctx)
-      if v == nil then
-        h.warnings[#h.warnings + 1] = why
-      else
-        t[sec.name], ctx[sec.name] = v, v
-      end
-    end
+    if sec.name then M.add_feature(h, t, ctx, sec.name, read_at(fh, sec.offset, sec.size)) end
   end
   return t
+end
+
+-- Parses the bytes of feature `name` into t[name] (and ctx[name], which the
+-- features parsed after it see), or adds a warning to h when they do not
+-- parse. Also for the header_feature records of pipe mode.
+function M.add_feature(h, t, ctx, name, bytes)
+  local v, why = features.parse(name, bytes, h.e, ctx)
+  if v == nil then
+    h.warnings[#h.warnings + 1] = why
+  else
+    t[name], ctx[name] = v, v
+  end
 end
 
 return M
