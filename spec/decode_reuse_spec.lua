@@ -10,25 +10,13 @@ local u = require "spec.support.util"
 
 local R, MISC, CTX = core.RECORD, core.MISC, core.CONTEXT
 local pack = string.pack
-
-local function record(rtype, misc, body)
-  body = body .. ("\0"):rep((8 - #body % 8) % 8)
-  return pack("=I4I2I2", rtype, misc or 0, 8 + #body) .. body
-end
-local function u64(...) return pack(("=" .. ("I8"):rep(select("#", ...))), ...) end
-local function u32(...) return pack(("=" .. ("I4"):rep(select("#", ...))), ...) end
-local function cstr(s) return s .. "\0" .. ("\0"):rep((8 - (#s + 1) % 8) % 8) end
+local rb = require "spec.support.records"
+local record, u64, u32, cstr, decode_all = rb.record, rb.u64, rb.u32, rb.cstr, rb.decode_all
 
 local function copy(v)
   if type(v) ~= "table" then return v end
   local out = {}
   for k, x in pairs(v) do out[k] = copy(x) end
-  return out
-end
-
-local function decode_all(bytes, attrs)
-  local out = {}
-  for rec in perfev.decode(bytes, attrs) do out[#out + 1] = rec end
   return out
 end
 

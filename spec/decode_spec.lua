@@ -6,28 +6,8 @@ local core = require "perfev.core"
 
 local R, SAMPLE, MISC = core.RECORD, core.SAMPLE, core.MISC
 local pack = string.pack
-
--- A record: header (type, misc, size) and a body padded to 8 bytes.
-local function record(rtype, misc, body)
-  body = body .. ("\0"):rep((8 - #body % 8) % 8)
-  return pack("=I4I2I2", rtype, misc or 0, 8 + #body) .. body
-end
-
-local function u64(...) return pack(("=" .. ("I8"):rep(select("#", ...))), ...) end
-local function u32(...) return pack(("=" .. ("I4"):rep(select("#", ...))), ...) end
-local function cstr(s) return s .. "\0" .. ("\0"):rep((8 - (#s + 1) % 8) % 8) end
-
-local function decode_all(bytes, attrs)
-  local out = {}
-  for rec in perfev.decode(bytes, attrs) do out[#out + 1] = rec end
-  return out
-end
-
-local function decode1(bytes, attrs)
-  local recs = decode_all(bytes, attrs)
-  assert.equal(1, #recs)
-  return recs[1]
-end
+local rb = require "spec.support.records"
+local record, u64, u32, cstr, decode_all, decode1 = rb.record, rb.u64, rb.u32, rb.cstr, rb.decode_all, rb.decode1
 
 local function attr(t) return perfev.attr(t) end
 

@@ -10,12 +10,12 @@ local u = require "spec.support.util"
 
 local R, MISC, SAMPLE, FORMAT = core.RECORD, core.MISC, core.SAMPLE, core.FORMAT
 local pack = string.pack
+local rb = require "spec.support.records"
+local u64, u32, decode_all, decode1 = rb.u64, rb.u32, rb.decode_all, rb.decode1
 
 -- perfev.attr returns the attr and a name: one value, for argument lists
 local function attr(t) return (perfev.attr(t)) end
 
-local function u64(...) return pack(("=" .. ("I8"):rep(select("#", ...))), ...) end
-local function u32(...) return pack(("=" .. ("I4"):rep(select("#", ...))), ...) end
 local function u16(...) return pack(("=" .. ("I2"):rep(select("#", ...))), ...) end
 local function pad8(s) return s .. ("\0"):rep((8 - #s % 8) % 8) end
 -- A record as the kernel lays it out: header, body padded to 8, trailer.
@@ -24,17 +24,6 @@ local function record(rtype, misc, body, trailer)
   return pack("=I4I2I2", rtype, misc or 0, 8 + #body) .. body
 end
 local function hex(s) return (s:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
-
-local function decode_all(bytes, attrs)
-  local out = {}
-  for rec in perfev.decode(bytes, attrs) do out[#out + 1] = rec end
-  return out
-end
-local function decode1(bytes, attrs)
-  local recs = decode_all(bytes, attrs)
-  assert.equal(1, #recs)
-  return recs[1]
-end
 
 local function decode1_opts(bytes, attrs, opts)
   local out = {}
