@@ -73,27 +73,29 @@ M.spec = spec
 -- perfev.parse(s) -> event table, or a list of them (see perfev/parse.lua)
 M.parse = require("perfev.parse").parse
 M.parse_list = require("perfev.parse").list
--- perfev.list([filter], [opts]) -> the events of this machine, like perf list
-M.list = require("perfev.list").list
--- perfev.uprobe{ path, func | offset | addr, ret } / perfev.kprobe{ func | addr,
--- offset, ret } -> a spec table perfev.open takes (see perfev/probe.lua)
-M.uprobe = require("perfev.probe").uprobe
-M.kprobe = require("perfev.probe").kprobe
--- perfev.sampler(opts) -> a per-CPU sampling session over a task and its
--- children, or a command (see perfev/sampler.lua, doc/sampler.md)
-M.sampler = require "perfev.sampler"
--- perfev.record(opts) -> summary: sample into a perf.data file, like perf
--- record (see perfev/record.lua, doc/perfdata-write.md)
-function M.record(opts)
-  return require("perfev.record").record(opts)
-end
--- perfev.perfdata and perfev.perfmap, loaded on first use
+-- What a script may never use is loaded on first access, so that
+-- `require "perfev"` stays cheap (start-up matters in OpenResty and games):
+--   perfev.list([filter], [opts]) -> the events of this machine, like perf list
+--   perfev.uprobe{ path, func | offset | addr, ret } / perfev.kprobe{ func | addr,
+--     offset, ret } -> a spec table perfev.open takes (see perfev/probe.lua)
+--   perfev.sampler(opts) -> a per-CPU sampling session over a task and its
+--     children, or a command (see perfev/sampler.lua, doc/sampler.md)
+--   perfev.record(opts) -> summary: sample into a perf.data file, like perf
+--     record (see perfev/record.lua, doc/perfdata-write.md)
+--   perfev.perfdata, perfev.perfmap: the modules
+local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
+  list = { "perfev.list", "list" },
+  uprobe = { "perfev.probe", "uprobe" }, kprobe = { "perfev.probe", "kprobe" },
+  sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
+  perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
+}
 setmetatable(M, { __index = function(t, k)
-  if k == "perfdata" or k == "perfmap" then
-    local mod = require("perfev." .. k)
-    rawset(t, k, mod)
-    return mod
-  end
+  local where = LAZY[k]
+  if not where then return nil end
+  local v = require(where[1])
+  if where[2] then v = v[where[2]] end
+  rawset(t, k, v)
+  return v
 end })
 
 return M

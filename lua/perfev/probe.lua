@@ -22,7 +22,6 @@
 -- format/ files. The result also carries pmu, name and probe (what was
 -- asked: path, func, offset, ret), which are not attr fields.
 local pmu = require "perfev.pmu"
-local elf = require "perfev.elf"
 local fs = require "perfev.fs"
 
 local M = {}
@@ -81,6 +80,7 @@ end
 
 -- The uprobe's file offset from path and func/offset/addr.
 local function uprobe_offset(args)
+  local elf = require "perfev.elf"   -- only probes need it: not at start-up
   if args.func then
     local off, sym = elf.func_offset(args.path, args.func)
     if not off then return nil, sym end
@@ -114,7 +114,7 @@ function M.kallsyms_has(name, path)
   if #names == 0 then
     return nil, ("%s lists no kernel functions"):format(path)
   end
-  local near = elf.nearest(name, names)
+  local near = require("perfev.elf").nearest(name, names)
   return nil, ("no kernel function '%s' in %s%s"):format(
     name, path, #near > 0 and ("; nearest: " .. table.concat(near, ", ")) or "")
 end
