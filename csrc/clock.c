@@ -54,9 +54,9 @@ static int l_rusage(lua_State *L)
 
 int perfev_clock_open_lib(lua_State *L)
 {
-  lua_pushcfunction(L, l_clock_ns);
-  lua_setfield(L, -2, "clock_ns");
-  lua_pushcfunction(L, l_rusage);
-  lua_setfield(L, -2, "rusage");
+  static const luaL_Reg funcs[] = {
+    { "clock_ns", l_clock_ns }, { "rusage", l_rusage }, { NULL, NULL }
+  };
+  luaL_setfuncs(L, funcs, 0);
   return 0;
 }

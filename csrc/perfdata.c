@@ -618,15 +618,13 @@ int perfev_perfdata_open_lib(lua_State *L)
     { "records", l_records }, { "preread", l_preread }, { "set_attrs", l_set_attrs },
     { "attrs", l_attrs }, { "close", l_close }, { NULL, NULL }
   };
+  static const luaL_Reg meta[] = {
+    { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
+  };
   luaL_newmetatable(L, PD_READER_MT);
+  luaL_setfuncs(L, meta, 0);
   luaL_newlib(L, methods);
   lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_reader);
   lua_setfield(L, -2, "perfdata_reader");

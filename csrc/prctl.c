@@ -23,9 +23,9 @@ static int l_disable_all(lua_State *L)
 
 int perfev_prctl_open_lib(lua_State *L)
 {
-  lua_pushcfunction(L, l_enable_all);
-  lua_setfield(L, -2, "enable_all");
-  lua_pushcfunction(L, l_disable_all);
-  lua_setfield(L, -2, "disable_all");
+  static const luaL_Reg funcs[] = {
+    { "enable_all", l_enable_all }, { "disable_all", l_disable_all }, { NULL, NULL }
+  };
+  luaL_setfuncs(L, funcs, 0);
   return 0;
 }

@@ -201,6 +201,10 @@ static int records_next(lua_State *L)
 static int l_records(lua_State *L)
 {
   struct perfev_ring *r = ring_self(L);
+  /* records() advances data_tail, which an overwrite ring maps read-only */
+  if (r->overwrite)
+    return luaL_error(L, "perfev.ring: an overwrite ring (mmap overwrite, or write_backward) "
+                         "is read with ring:snapshot(), not records()");
   lua_settop(L, 2);
   lua_pushvalue(L, 1);
   lua_pushinteger(L, (lua_Integer)(r->data_size ? load_head(r) : 0));
@@ -489,21 +493,13 @@ uint64_t perfev_ring_head(const struct perfev_ring *r)
 
 /* records() on an overwrite ring would write data_tail into a read-only
  * page, and could not walk a head that moves down: refused here. */
-static int l_records_checked(lua_State *L)
-{
-  if (ring_self(L)->overwrite)
-    return luaL_error(L, "perfev.ring: an overwrite ring (mmap overwrite, or write_backward) "
-                         "is read with ring:snapshot(), not records()");
-  return l_records(L);
-}
-
 int perfev_ring_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = {
     { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
   };
   static const luaL_Reg methods[] = {
-    { "records", l_records_checked }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
+    { "records", l_records }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
     { "pending", l_pending }, { "event", l_event }, { "add", l_add }, { "close", l_close },
     { "closed", l_closed }, { "snapshot", perfev_ring_snapshot }, { "read", perfev_ring_read },
     { "aux", perfev_ring_aux }, { NULL, NULL }

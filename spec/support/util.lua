@@ -180,4 +180,19 @@ function M.lua_interpreter()
   return "lua5.4"
 end
 
+-- Asserts that the samples of two events sharing one ring (ring:add) came
+-- back routed to their own event: rec.event, that event's id and period,
+-- and more than 5 samples of each.
+function M.assert_routed(samples, ev1, period1, ev2, period2)
+  local assert = require "luassert"
+  local n = {}
+  for _, s in ipairs(samples) do
+    assert.is_true(s.event == ev1 or s.event == ev2)
+    assert.equal(s.event:id(), s.id)
+    assert.equal(s.event == ev1 and period1 or period2, s.period)
+    n[s.event] = (n[s.event] or 0) + 1
+  end
+  assert.is_true((n[ev1] or 0) > 5 and (n[ev2] or 0) > 5)
+end
+
 return M
