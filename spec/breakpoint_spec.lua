@@ -6,12 +6,21 @@ local u = require "spec.support.util"
 local E, h = u.E, u.h
 local X86 = u.arch():match("^x86") or u.arch():match("^i.86") or u.arch() == "amd64"
 
+-- Every watch a test opens is closed after it, also when the test fails:
+-- the debug registers are shared by the whole machine.
+local opened = {}
 local function watch(bp_type, addr, extra)
   local t = { type = "breakpoint", bp_type = bp_type, bp_addr = addr or h.addr(), bp_len = 8,
               disabled = true, read_format = "total_time_enabled|total_time_running" }
   for k, v in pairs(extra or {}) do t[k] = v end
-  return core.open(core.attr(t), 0, -1)
+  local ev, msg, err = core.open(core.attr(t), 0, -1)
+  if ev then opened[#opened + 1] = ev end
+  return ev, msg, err
 end
+
+-- Counting needs breakpoints that fire; the refusals need only the open.
+local fires, why = u.breakpoints()
+local opens = fires or not why:match("^a write breakpoint does not open")
 
 local function counted(ev, fn, ...)
   ev:reset()
@@ -22,7 +31,19 @@ local function counted(ev, fn, ...)
 end
 
 describe("breakpoint events", function()
-  it("a write watch counts exactly the writes", function()
+  after_each(function()
+    for i = #opened, 1, -1 do opened[i]:close(); opened[i] = nil end
+  end)
+
+  if not fires then
+    pending("counting with breakpoints: " .. why)
+  end
+  if not opens then return end
+
+  -- tests that count accesses run only where breakpoints fire
+  local counts = fires and it or function() end
+
+  counts("a write watch counts exactly the writes", function()
     local ev = assert(watch("w"))
     for _, n in ipairs { 0, 1, 7, 1000, 20000 } do
       assert.equal(n, counted(ev, h.write, n))
@@ -33,7 +54,7 @@ describe("breakpoint events", function()
     ev:close()
   end)
 
-  it("a read-write watch counts every access", function()
+  counts("a read-write watch counts every access", function()
     local ev = assert(watch("rw"))
     assert.equal(1500, counted(ev, function() h.write(1000); h.read(500) end))
     assert.equal(1, counted(ev, h.value))
@@ -47,14 +68,14 @@ describe("breakpoint events", function()
       assert.equal(E.EINVAL, err, msg)
     end)
   else
-    it("a read-only watch counts exactly the reads", function()
+    counts("a read-only watch counts exactly the reads", function()
       local ev = assert(watch("r"))
       assert.equal(500, counted(ev, function() h.write(1000); h.read(500) end))
       ev:close()
     end)
   end
 
-  it("two watches on one address count independently", function()
+  counts("two watches on one address count independently", function()
     local w, rw = assert(watch("w")), assert(watch("rw"))
     w:enable(); rw:enable()
     h.write(300); h.read(200)
@@ -64,7 +85,7 @@ describe("breakpoint events", function()
     w:close(); rw:close()
   end)
 
-  it("a watch on another address does not see these writes", function()
+  counts("a watch on another address does not see these writes", function()
     local ev = assert(watch("w", h.addr2()))
     assert.equal(0, counted(ev, h.write, 100))
     assert.equal(100, counted(ev, h.write2, 100))
@@ -72,7 +93,7 @@ describe("breakpoint events", function()
   end)
 
   describe("modify", function()
-    it("moves a breakpoint to another address; counts follow it", function()
+    counts("moves a breakpoint to another address; counts follow it", function()
       local ev = assert(watch("w"))
       assert.equal(10, counted(ev, h.write, 10))
       local moved = ev:attr()
@@ -89,7 +110,7 @@ describe("breakpoint events", function()
       ev:close()
     end)
 
-    it("changes the access type", function()
+    counts("changes the access type", function()
       local ev = assert(watch("w"))
       local a = ev:attr()
       a.bp_type = "rw"
@@ -98,7 +119,7 @@ describe("breakpoint events", function()
       ev:close()
     end)
 
-    it("refuses to change anything but the breakpoint fields (EINVAL)", function()
+    counts("refuses to change anything but the breakpoint fields (EINVAL)", function()
       local ev = assert(watch("w"))
       local a = ev:attr()
       a.exclude_user = true
@@ -120,7 +141,7 @@ describe("breakpoint events", function()
     assert.is_true(err == E.EINVAL or err == E.EOPNOTSUPP, msg)
   end)
 
-  it("exclude_user hides user-space accesses", function()
+  counts("exclude_user hides user-space accesses", function()
     local ev = assert(watch("w", nil, { exclude_user = true }))
     assert.equal(0, counted(ev, h.write, 100))
     ev:close()

@@ -57,6 +57,33 @@ function M.cpu_pmu()
   return nil
 end
 
+-- Hardware breakpoints: whether a write watch on the helper's variable opens
+-- and counts here. The debug registers are 4 slots shared machine-wide
+-- (another process can hold them: ENOSPC), and on some virtual machines a
+-- breakpoint opens but never fires. Returns true, or nil and the reason the
+-- breakpoint specs are skipped. Whatever the probe opens it closes.
+local bp_probe
+function M.breakpoints()
+  if bp_probe == nil then
+    local core = require "perfev.core"
+    local ev, msg = core.open(core.attr { type = "breakpoint", bp_type = "w", bp_addr = h.addr(),
+                                          bp_len = 8, disabled = true }, 0, -1)
+    if not ev then
+      bp_probe = "a write breakpoint does not open here: " .. tostring(msg)
+    else
+      ev:enable()
+      h.write(10)
+      ev:disable()
+      local n = ev:read()
+      ev:close()
+      bp_probe = n == 10 and true
+        or ("breakpoints open but do not fire on this machine (10 writes counted %s)"):format(tostring(n))
+    end
+  end
+  if bp_probe == true then return true end
+  return nil, bp_probe
+end
+
 -- tracefs: mounted if absent (as root). Returns its path, or nil, reason.
 local TRACEFS = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" }
 function M.tracefs()
