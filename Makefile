@@ -248,6 +248,7 @@ fuzz-build: $(FUZZ_BINS)
 
 fuzz-seed: all
 	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) fuzz/seed.lua fuzz/corpus/decode
+	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) fuzz/seed_perfdata.lua fuzz/corpus/perfdata $(FUZZ_PERFDATA_MAX_LEN)
 
 build/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz_lua.h build/fuzz/fuzz_sources.h $(FUZZ_OBJS)
 	$(FUZZ_CC) $(BASE_CFLAGS) $(WARNFLAGS) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(LUA_CFLAGS) \
@@ -267,14 +268,18 @@ build/fuzz/fuzz_sources.h: fuzz/embed.lua fuzz/attrs.lua fuzz/driver.lua
 -include $(FUZZ_OBJS:.o=.d)
 
 # The perf.data reader: whole files through perfev.perfdata (header, attrs,
-# features, records in both orders), seeds in fuzz/corpus/perfdata.
+# features, records in both orders), seeds in fuzz/corpus/perfdata (real
+# recordings of each kind and two files built byte by byte; `make fuzz-seed`
+# remakes them). The max_len fits a real recording (perf's own header alone
+# is tens of KB; the recordings of the issue were 97-670 KB).
+FUZZ_PERFDATA_MAX_LEN ?= 1048576
 .PHONY: fuzz-perfdata
 fuzz: fuzz-perfdata
 fuzz-build: build/fuzz/perfdata_fuzz
 fuzz-perfdata: build/fuzz/perfdata_fuzz
 	@mkdir -p fuzz/crashes build/fuzz/corpus/perfdata
 	@echo "== fuzz perfdata: $(FUZZ_SECONDS)s"
-	build/fuzz/perfdata_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	build/fuzz/perfdata_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_PERFDATA_MAX_LEN) -print_final_stats=1 \
 	  -artifact_prefix=fuzz/crashes/perfdata- $(FUZZ_FLAGS) build/fuzz/corpus/perfdata fuzz/corpus/perfdata
 
 # ---- install ----
