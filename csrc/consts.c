@@ -5,6 +5,7 @@
  * kernels added, from abi.h; nothing here restates a number. The data is
  * const and walked by the same few loops, so adding a kernel constant is
  * one line and the file keeps no mutable state. */
+#include <errno.h>  /* the errno values perf_event_open and its ioctls return */
 #include <time.h>   /* CLOCK_* ids for attr.clockid */
 #include <string.h>
 
@@ -324,6 +325,19 @@ static const struct perfev_const reg_c[] = {
 #define T(name, items) { name, items, sizeof(items) / sizeof((items)[0]) }
 
 /* Every table, exported as core.<name>. */
+/* errno names: what open and read return as their third value, so that the
+ * Lua layer compares with core.ERRNO.EACCES rather than a number. */
+static const struct perfev_const errno_c[] = {
+  N("EPERM", EPERM), N("ENOENT", ENOENT), N("ESRCH", ESRCH), N("EINTR", EINTR),
+  N("EIO", EIO), N("ENXIO", ENXIO), N("E2BIG", E2BIG), N("EBADF", EBADF),
+  N("EAGAIN", EAGAIN), N("ENOMEM", ENOMEM), N("EACCES", EACCES), N("EFAULT", EFAULT),
+  N("EBUSY", EBUSY), N("EEXIST", EEXIST), N("ENODEV", ENODEV), N("ENOTDIR", ENOTDIR),
+  N("EISDIR", EISDIR), N("EINVAL", EINVAL), N("ENFILE", ENFILE), N("EMFILE", EMFILE),
+  N("ENOTTY", ENOTTY), N("EFBIG", EFBIG), N("ENOSPC", ENOSPC), N("ESPIPE", ESPIPE),
+  N("EPIPE", EPIPE), N("ERANGE", ERANGE), N("ENOSYS", ENOSYS), N("ENODATA", ENODATA),
+  N("EOVERFLOW", EOVERFLOW), N("EOPNOTSUPP", EOPNOTSUPP), N("ETIMEDOUT", ETIMEDOUT),
+};
+
 static const struct perfev_const_table tables[] = {
   T("TYPE", type_c), T("HW", hw_c), T("HW_CACHE", hw_cache_c),
   T("HW_CACHE_OP", hw_cache_op_c), T("HW_CACHE_RESULT", hw_cache_result_c),
@@ -339,7 +353,7 @@ static const struct perfev_const_table tables[] = {
   T("MEM_SNOOP", mem_snoop_c), T("MEM_SNOOPX", mem_snoopx_c), T("MEM_LOCK", mem_lock_c),
   T("MEM_TLB", mem_tlb_c), T("MEM_BLK", mem_blk_c), T("MEM_HOPS", mem_hops_c),
   T("MEM_SHIFT", mem_shift_c), T("BP_TYPE", bp_type_c), T("BP_LEN", bp_len_c),
-  T("CLOCK", clock_c), T("REG", reg_c),
+  T("CLOCK", clock_c), T("REG", reg_c), T("ERRNO", errno_c),
 };
 
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))

@@ -1,6 +1,8 @@
 /* luaopen_perfev_core: assembles the core module from its parts. */
 #include "perfev.h"
 
+#define PERFEV_VERSION "0.1.0"
+
 static int l_scale(lua_State *L)
 {
   lua_Integer v = luaL_checkinteger(L, 1), e = luaL_checkinteger(L, 2), r = luaL_checkinteger(L, 3);
@@ -27,7 +29,10 @@ int luaopen_perfev_core(lua_State *L)
   lua_setfield(L, -2, "scale");
   lua_pushinteger(L, PERFEV_ATTR_SIZE);
   lua_setfield(L, -2, "ATTR_SIZE_MAX");
-  lua_pushliteral(L, "perfev.core 0.1.0");
+  /* the one version string: perfev (init.lua) reports the same */
+  lua_pushliteral(L, PERFEV_VERSION);
+  lua_setfield(L, -2, "VERSION");
+  lua_pushliteral(L, "perfev.core " PERFEV_VERSION);
   lua_setfield(L, -2, "_VERSION");
   return 1;
 }

@@ -4,7 +4,10 @@
 #include <string.h>
 #include "perfev.h"
 
-#define PERFEV_GROUP_MT "perfev.group"
+#define PERFEV_GROUP_MT "perfev.group_reader"
+/* members one read(2) into PERFEV_READ_WORDS holds: nr, two times, and
+ * value, id, lost per member */
+#define GROUP_MAX ((PERFEV_READ_WORDS - 3) / 3)
 
 struct perfev_group {
   struct perfev_event *leader;   /* kept alive by the user value's [1] */
@@ -12,8 +15,10 @@ struct perfev_group {
   uint64_t ids[];                /* member ids, in member order */
 };
 
-/* User value layout: [i] = member event, names = {...}, byname = {name = i},
- * results = metatable given to result tables. */
+/* User value: [i] = member event (the reader owns them: its leader pointer
+ * points into [1], so no table a caller can reach may hold the only
+ * reference), names = { name... }, results = the metatable given to
+ * result tables (its __index knows the names). members() hands out a copy. */
 
 static struct perfev_group *group_check(lua_State *L, int idx)
 {
@@ -31,13 +36,96 @@ static int result_index(lua_State *L)
   return 1;
 }
 
-static void make_result_meta(lua_State *L, int uv)
+/* results.__tostring(t): "perfev.group.result(task-clock = 1234, ...,
+ * time_enabled = 5, time_running = 5)", members in order. */
+static int result_tostring(lua_State *L)
 {
-  lua_createtable(L, 0, 1);
-  lua_getfield(L, uv, "byname");
+  luaL_Buffer b;
+  lua_Integer n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(1));
+  lua_settop(L, 1);
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "perfev.group.result(");
+  for (lua_Integer i = 1; i <= n; i++) {
+    const char *name;
+    lua_rawgeti(L, lua_upvalueindex(1), i);
+    name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
+    lua_pop(L, 1);
+    luaL_addstring(&b, name);
+    luaL_addstring(&b, " = ");
+    lua_rawgeti(L, 1, i);
+    luaL_tolstring(L, -1, NULL);
+    lua_remove(L, -2);
+    luaL_addvalue(&b);
+    luaL_addstring(&b, ", ");
+  }
+  for (int k = 0; k < 2; k++) {
+    const char *key = k ? "time_running" : "time_enabled";
+    luaL_addstring(&b, key);
+    luaL_addstring(&b, " = ");
+    lua_getfield(L, 1, key);
+    luaL_tolstring(L, -1, NULL);
+    lua_remove(L, -2);
+    luaL_addvalue(&b);
+    luaL_addstring(&b, k ? ")" : ", ");
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Pushes the metatable of result tables for the names list at idx (nil
+ * entries are members without a name). */
+static void push_results_meta(lua_State *L, int names, size_t n)
+{
+  lua_newtable(L);   /* byname */
+  for (size_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, names, (lua_Integer)i);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushvalue(L, -1);
+    lua_rawget(L, -3);
+    if (!lua_isnil(L, -1)) {   /* a repeated name reads the first member */
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_rawset(L, -3);
+  }
+  lua_createtable(L, 0, 2);
+  lua_pushvalue(L, -2);
   lua_pushcclosure(L, result_index, 1);
   lua_setfield(L, -2, "__index");
-  lua_setfield(L, uv, "results");
+  lua_pushvalue(L, names);
+  lua_pushcclosure(L, result_tostring, 1);
+  lua_setfield(L, -2, "__tostring");
+  lua_remove(L, -2);   /* byname: the __index closure holds it */
+}
+
+/* A copy of the names list at idx, n entries (nil ones kept as holes). */
+static void push_names(lua_State *L, int idx, size_t n)
+{
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i);
+    if (lua_type(L, -1) != LUA_TSTRING && !lua_isnil(L, -1))
+      luaL_error(L, "perfev.group_reader: names[%d] is a %s, not a string", (int)i, luaL_typename(L, -1));
+    lua_rawseti(L, -2, (lua_Integer)i);
+  }
+}
+
+/* core.group_results(names) -> the metatable perfev.group gives the
+ * result tables it fills itself (groups with tool events): names and
+ * tostring as the reader's. */
+static int l_group_results(lua_State *L)
+{
+  size_t n;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  n = lua_rawlen(L, 1);
+  push_names(L, 1, n);
+  push_results_meta(L, lua_gettop(L), n);
+  return 1;
 }
 
 /* core.group_reader(events, names) -> reader; events[1] is the leader. */
@@ -49,12 +137,12 @@ static int l_group_reader(lua_State *L)
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_argcheck(L, n > 0, 1, "a group needs at least its leader");
+  luaL_argcheck(L, n <= GROUP_MAX, 1, "too many members for one read(2)");
   g = (struct perfev_group *)perfev_newuserdata(L, sizeof *g + n * sizeof(uint64_t));
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, PERFEV_GROUP_MT);
   lua_newtable(L);
   uv = lua_gettop(L);
-  lua_newtable(L);
   for (size_t i = 1; i <= n; i++) {
     struct perfev_event *ev;
     lua_rawgeti(L, 1, (lua_Integer)i);
@@ -63,18 +151,15 @@ static int l_group_reader(lua_State *L)
     if (i == 1)
       g->leader = ev;
     lua_rawseti(L, uv, (lua_Integer)i);
-    lua_rawgeti(L, 2, (lua_Integer)i);
-    if (!lua_isnil(L, -1)) {
-      lua_pushinteger(L, (lua_Integer)i);
-      lua_rawset(L, -3);
-    } else {
-      lua_pop(L, 1);
-    }
   }
   if (!(g->leader->read_format & PERF_FORMAT_GROUP) || !(g->leader->read_format & PERF_FORMAT_ID))
     return luaL_error(L, "perfev.group: the leader must have read_format group|id");
-  lua_setfield(L, uv, "byname");
-  make_result_meta(L, uv);
+  push_names(L, 2, n);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, uv, "names");
+  push_results_meta(L, lua_gettop(L), n);
+  lua_setfield(L, uv, "results");
+  lua_pop(L, 1);
   g->n = n;
   perfev_setiuservalue(L, -2);
   return 1;
@@ -187,10 +272,17 @@ static int l_group_read(lua_State *L)
   return 1;
 }
 
-static int l_group_events(lua_State *L)
+/* reader:members() -> a new list of the member events: the reader's own
+ * list stays out of reach (it keeps the leader alive). */
+static int l_group_members(lua_State *L)
 {
-  group_check(L, 1);
+  struct perfev_group *g = group_check(L, 1);
   perfev_getiuservalue(L, 1);
+  lua_createtable(L, (int)g->n, 0);
+  for (size_t i = 1; i <= g->n; i++) {
+    lua_rawgeti(L, -2, (lua_Integer)i);
+    lua_rawseti(L, -2, (lua_Integer)i);
+  }
   return 1;
 }
 
@@ -200,33 +292,46 @@ static int l_group_close(lua_State *L)
   struct perfev_group *g = group_check(L, 1);
   perfev_getiuservalue(L, 1);
   for (size_t i = g->n; i >= 1; i--) {
+    struct perfev_event *ev;
     lua_rawgeti(L, -1, (lua_Integer)i);
-    perfev_event_close((struct perfev_event *)luaL_checkudata(L, -1, PERFEV_EVENT_MT));
+    ev = (struct perfev_event *)luaL_testudata(L, -1, PERFEV_EVENT_MT);
+    if (ev)
+      perfev_event_close(ev);
     lua_pop(L, 1);
   }
-  return 0;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_group_tostring(lua_State *L)
+{
+  struct perfev_group *g = group_check(L, 1);
+  lua_pushfstring(L, "perfev.group_reader(%d members%s)", (int)g->n, g->leader->fd < 0 ? ", closed" : "");
+  return 1;
 }
 
 int perfev_group_open_lib(lua_State *L)
 {
   static const luaL_Reg methods[] = {
-    { "members", l_group_events }, { "close", l_group_close }, { NULL, NULL }
+    { "members", l_group_members }, { "close", l_group_close }, { NULL, NULL }
   };
   static const char *const keys[] = { "raw", "lost", "time_enabled", "time_running" };
   luaL_newmetatable(L, PERFEV_GROUP_MT);
   lua_pushcfunction(L, l_group_close);
   lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, l_group_tostring);
+  lua_setfield(L, -2, "__tostring");
   luaL_newlib(L, methods);
   lua_pushvalue(L, -2);
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     lua_pushstring(L, keys[i]);
   lua_pushcclosure(L, l_group_read, 5);
   lua_setfield(L, -2, "read");
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__index");
-  lua_setfield(L, -3, "group_reader_methods");
+  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_group_reader);
   lua_setfield(L, -2, "group_reader");
+  lua_pushcfunction(L, l_group_results);
+  lua_setfield(L, -2, "group_results");
   return 0;
 }

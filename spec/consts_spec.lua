@@ -11,7 +11,7 @@ local TABLES = {
   "AUX_FLAG", "NS", "KSYMBOL_TYPE", "KSYMBOL_FLAG", "BPF_EVENT",
   "MEM_OP", "MEM_LVL", "MEM_LVLNUM", "MEM_REMOTE", "MEM_SNOOP", "MEM_SNOOPX",
   "MEM_LOCK", "MEM_TLB", "MEM_BLK", "MEM_HOPS", "MEM_SHIFT",
-  "BP_TYPE", "BP_LEN", "CLOCK", "REG",
+  "BP_TYPE", "BP_LEN", "CLOCK", "REG", "ERRNO",
 }
 
 -- Expected values, table by table: a sample of each, from the kernel headers.
@@ -78,6 +78,9 @@ local EXPECT = {
   BP_TYPE = { EMPTY = 0, R = 1, W = 2, RW = 3, X = 4, INVALID = 7 },
   BP_LEN = { LEN_1 = 1, LEN_2 = 2, LEN_4 = 4, LEN_8 = 8 },
   CLOCK = { REALTIME = 0, MONOTONIC = 1, MONOTONIC_RAW = 4, BOOTTIME = 7, TAI = 11 },
+  -- include/uapi/asm-generic/errno-base.h and errno.h
+  ERRNO = { EPERM = 1, ENOENT = 2, ESRCH = 3, E2BIG = 7, EBADF = 9, EACCES = 13, EBUSY = 16,
+            ENODEV = 19, EINVAL = 22, EMFILE = 24, ENOSPC = 28, EOVERFLOW = 75, EOPNOTSUPP = 95 },
   REG = { AX = 0, BX = 1, SP = 7, IP = 8, FLAGS = 9, GS = 15, R8 = 16, R15 = 23,
           XMM0 = 32, XMM1 = 34, XMM15 = 62 },
 }
@@ -161,6 +164,18 @@ describe("perfev.core constants", function()
       end
     end)
   end
+
+  it("ERRNO names the errno an open returns", function()
+    local _, _, errno = core.open(core.attr { type = "software", config = core.SW.TASK_CLOCK },
+                                  4194305, -1)   -- above the largest pid_max: no such process
+    assert.equals(core.ERRNO.ESRCH, errno)
+  end)
+
+  it("one version string: the core's, which perfev reports", function()
+    assert.matches("^%d+%.%d+%.%d+$", core.VERSION)
+    assert.equals("perfev.core " .. core.VERSION, core._VERSION)
+    assert.equals("perfev " .. core.VERSION, require("perfev")._VERSION)
+  end)
 
   it("numbers record types 1..22 without gaps", function()
     local by_value = {}

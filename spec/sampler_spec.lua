@@ -48,13 +48,13 @@ describe("perfev.sampler", function()
   describe("options", function()
     it("a mistake raises naming the option", function()
       local cases = {
-        { { comn = true }, "unknown option 'comn'" },
+        { { comn = true }, "unknown option 'comn' (did you mean 'comm'?)" },
         { { pid = 1, command = "true" }, "give 'pid' or 'command', not both" },
         { { period = 10, freq = 10 }, "give 'period' or 'freq', not both" },
         { { pages = 3 }, "option 'pages': the number of data pages per CPU must be a power of two, got 3" },
         { { period = 0 }, "option 'period' must be > 0, got 0" },
-        { { pid = "1" }, "option 'pid' is a integer, got string" },
-        { { comm = 1 }, "option 'comm' is a boolean, got number" },
+        { { pid = "1" }, "option 'pid' must be an integer, got string '1'" },
+        { { comm = 1 }, "option 'comm' must be a boolean, got integer 1" },
         { { cpus = {} }, "option 'cpus' is an empty list" },
         { { event = "cpu-clock", events = { "task-clock" } }, "give 'event' or 'events', not both" },
         { { command = "true", inherit = false },
@@ -179,7 +179,7 @@ describe("perfev.sampler", function()
       end
       assert.is_true(user > 0)
       assert.is_nil(s:resolve(0, 0))
-      assert.has_error(function() s:resolve(nil, 1) end, "perfev.sampler: resolve: pid is an integer")
+      assert.has_error(function() s:resolve(nil, 1) end, "perfev.sampler: resolve: pid must be an integer, got nil")
       -- each sample needs a full period of the count
       local count = s:read()
       assert.equal(count[1], count["cpu-clock"])

@@ -169,54 +169,10 @@ function Elf:symbols()
   return syms
 end
 
--- Levenshtein distance, bounded: stops early once every cell exceeds max.
-local function distance(a, b, max)
-  if math.abs(#a - #b) > max then return max + 1 end
-  local prev = {}
-  for j = 0, #b do prev[j] = j end
-  for i = 1, #a do
-    local cur, best = { [0] = i }, i
-    local ca = a:byte(i)
-    for j = 1, #b do
-      local cost = ca == b:byte(j) and 0 or 1
-      local v = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-      cur[j] = v
-      if v < best then best = v end
-    end
-    if best > max then return max + 1 end
-    prev = cur
-  end
-  return prev[#b]
-end
-M.distance = distance
-
--- nearest(name, names, n) -> up to n names closest to name: those that
--- contain it or that it contains first, then by edit distance.
-function M.nearest(name, names, n)
-  n = n or 5
-  local max = math.max(2, #name // 3)
-  local scored, seen = {}, {}
-  for _, cand in ipairs(names) do
-    if not seen[cand] then
-      seen[cand] = true
-      local lname, lcand = name:lower(), cand:lower()
-      local d
-      if lcand == lname then
-        d = 0
-      elseif #name >= 3 and (lcand:find(lname, 1, true) or lname:find(lcand, 1, true) and #cand >= 3) then
-        d = 1 + math.abs(#cand - #name) / 100
-      else
-        d = distance(lname, lcand, max)
-        if d > max then d = nil end
-      end
-      if d then scored[#scored + 1] = { cand, d } end
-    end
-  end
-  table.sort(scored, function(x, y) return x[2] < y[2] or (x[2] == y[2] and x[1] < y[1]) end)
-  local out = {}
-  for i = 1, math.min(n, #scored) do out[i] = scored[i][1] end
-  return out
-end
+-- distance(a, b, max) and nearest(name, names, n): perfev.nearest's.
+local nearest = require "perfev.nearest"
+M.distance = nearest.distance
+M.nearest = nearest.list
 
 local RANK = { global = 1, weak = 2, ["local"] = 3, other = 4 }
 

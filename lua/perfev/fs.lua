@@ -54,6 +54,36 @@ function M.own_pid()
   return math.tointeger(tonumber(assert(M.read("/proc/self/stat")):match("^(%d+)")))
 end
 
+-- ranges("0-3,5,7-8") -> { {0, 3}, {5, 5}, {7, 8} } | nil, message: the
+-- kernel's list format (cpulist files, PMU format/ bit ranges), each
+-- range ascending; commas or whitespace separate the items.
+function M.ranges(s)
+  local out = {}
+  for item in s:gmatch("[^,%s]+") do
+    local lo, hi = item:match("^(%d+)%-(%d+)$")
+    if not lo then
+      lo = item:match("^(%d+)$")
+      hi = lo
+    end
+    if not lo or tonumber(lo) > tonumber(hi) then
+      return nil, ("bad item '%s' in '%s'"):format(item, s)
+    end
+    out[#out + 1] = { tonumber(lo), tonumber(hi) }
+  end
+  return out
+end
+
+-- cpulist("0-3,5") -> { 0, 1, 2, 3, 5 } | nil, message
+function M.cpulist(s)
+  local ranges, err = M.ranges(s)
+  if not ranges then return nil, err end
+  local cpus = {}
+  for _, r in ipairs(ranges) do
+    for c = r[1], r[2] do cpus[#cpus + 1] = c end
+  end
+  return cpus
+end
+
 -- exists(path) -> boolean (file or directory)
 function M.exists(path)
   if has_lfs then return lfs.attributes(path, "mode") ~= nil end

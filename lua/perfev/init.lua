@@ -1,78 +1,56 @@
--- perfev: Linux perf events for Lua. `require "perfev"` gives the C core
--- (perfev.core) plus names, groups and conveniences built on it.
+-- perfev: Linux perf events for Lua. `require "perfev"` gives what the
+-- README documents: attrs, event strings, events and groups, decoding,
+-- the constants; the C core stays reachable as perfev.core for low-level
+-- work. doc/architecture.md maps the files.
 local core = require "perfev.core"
-local names = require "perfev.names"
-local group = require "perfev.group"
 local spec = require "perfev.spec"
+local open = require "perfev.open"
+local group = require "perfev.group"
+local parse = require "perfev.parse"
+local measure = require "perfev.measure"
+local options = require "perfev.options"
 
 local M = {}
-for k, v in pairs(core) do M[k] = v end
-M._VERSION = "perfev 0.1.0"
-M.names = names
+M.core = core
+M.VERSION = core.VERSION
+M._VERSION = "perfev " .. core.VERSION
 
-local READ_TIMES = core.FORMAT.TOTAL_TIME_ENABLED | core.FORMAT.TOTAL_TIME_RUNNING
+-- The core's functions that are part of perfev's own API.
+for _, k in ipairs { "decode", "encode", "enable_all", "disable_all", "clock_ns", "rusage" } do
+  M[k] = core[k]
+end
+-- Every constant table of the core (TYPE, SW, SAMPLE, FORMAT, RECORD, MISC, ERRNO ...).
+for k, v in pairs(core) do
+  if type(v) == "table" and k:match("^[A-Z][A-Z0-9_]*$") then M[k] = v end
+end
 
--- perfev.attr(spec): an attr from an attr, a table of fields or an event name.
+-- perfev.attr(spec): a new attr from an attr, a table of fields or an event name.
 function M.attr(s)
-  return spec.attr(s)
+  return (spec.attr(s, "perfev.attr"))
 end
 
--- The attr perfev.open uses for a spec: events open disabled (members of a
--- group enabled, so that enabling their leader starts them: the kernel does
--- not reliably start a disabled member with its leader) and read their
--- enabled/running times, unless the spec says otherwise.
-local function open_attr(s, in_group)
-  local a, name = spec.attr(s)
-  if type(s) ~= "userdata" then
-    local t = type(s) == "table" and s or {}
-    if t.disabled == nil then a.disabled = not in_group end
-    if t.read_format == nil then a.read_format = READ_TIMES end
+-- perfev.open(spec, opts) -> event | nil, message, errno (lua/perfev/open.lua)
+M.open = open.open
+
+-- perfev.group(specs | "{a,b}:u" string, opts) -> group | nil, message, errno
+M.group = group.new
+
+-- perfev.parse(s, opts) -> event table, or a list of them (lua/perfev/parse.lua);
+-- perfev.parse_list(s, opts) -> always a list
+M.parse = parse.parse
+M.parse_list = parse.list
+
+-- ev:measure(fn, ...) -> count, enabled, running: reset, enable, call,
+-- disable, read. The one Lua method of the C event class: the core
+-- exports its method table (core.event_methods) for this.
+function core.event_methods.measure(ev, fn, ...)
+  if not options.is_event(ev) then
+    options.raisef("perfev.event: bad self for measure (expected a perfev event, got %s): call it as "
+                   .. "ev:measure(fn, ...)", options.describe(ev))
   end
-  return a, name
+  return measure(ev, fn, ...)
 end
 
-local function is_permission(errno)
-  return errno == 1 or errno == 13   -- EPERM, EACCES
-end
-
--- perfev.open(spec, opts) -> event | nil, message, errno
--- opts: pid (0), cpu (-1), group (event or group), flags, name.
-function M.open(s, opts)
-  opts = opts or {}
-  -- perf's tool events (duration_time, ...) are measured Lua-side
-  local tool = spec.tool(s)
-  if tool then return spec.tool_event(tool, opts) end
-  local a, name = open_attr(s, opts.group ~= nil)
-  local leader = opts.group
-  if type(leader) == "userdata" and leader.leader then leader = leader:leader() end
-  local ev, msg, errno = spec.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
-  -- like perf: when the kernel refuses kernel-mode counting to this user,
-  -- count user space only, and say so on the event
-  if not ev and is_permission(errno) and type(s) == "string" and a.exclude_kernel == 0 then
-    a.exclude_kernel, a.exclude_hv = true, true
-    ev = core.open(a, opts.pid or 0, opts.cpu or -1, leader, opts.flags)
-    if ev then ev:data().fallback = "exclude_kernel" end
-  end
-  if not ev then return nil, msg, errno end
-  ev:data().name = opts.name or name
-  return ev
-end
-
-local event = core.event_methods
-
--- ev:measure(fn, ...) -> count, enabled, running: reset, enable, call, disable.
-event.measure = group.measure
-
--- perfev.group(specs | "{a,b}:u" string, opts)
-function M.group(specs, opts)
-  if type(specs) == "string" then specs = M.parse_list(specs) end
-  return group.new(specs, opts)
-end
-M.spec = spec
-
--- perfev.parse(s) -> event table, or a list of them (see perfev/parse.lua)
-M.parse = require("perfev.parse").parse
-M.parse_list = require("perfev.parse").list
 -- What a script may never use is loaded on first access, so that
 -- `require "perfev"` stays cheap (start-up matters in OpenResty and games):
 --   perfev.list([filter], [opts]) -> the events of this machine, like perf list

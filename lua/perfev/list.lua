@@ -15,13 +15,14 @@
 -- "tool", "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
 -- names; else a substring of names. opts: sysfs, tracefs (roots), probe
 -- (false: do not probe, can_open is nil).
-local core = require "perfev.core"
 local names = require "perfev.names"
 local cache = require "perfev.cache"
 local pmu = require "perfev.pmu"
 local tracepoint = require "perfev.tracepoint"
 local parse = require "perfev.parse"
 local spec = require "perfev.spec"
+local open = require "perfev.open"
+local options = require "perfev.options"
 
 local M = {}
 
@@ -40,17 +41,13 @@ local probed = {}   -- name -> { ok, errno }
 local function probe(name, opts)
   local hit = probed[name]
   if hit and not opts.refresh then return hit[1], hit[2] end
-  local ok, t = pcall(parse.parse, name, opts)
+  local ok, t = pcall(parse.parse, name, { sysfs = opts.sysfs, tracefs = opts.tracefs })
   local can, errno = false, nil
   if ok and t.type then
-    local fields = {}
-    for k, v in pairs(t) do
-      if not parse.EXTRA[k] then fields[k] = v end
-    end
-    fields.disabled = true
-    local made, a = pcall(core.attr, fields)
+    local made, a = pcall(spec.attr, t)
     if made then
-      local ev, _, e = spec.open(a, 0, -1)
+      a.disabled = true
+      local ev, _, e = open.event(a, { precise_max = t.precise_max })
       if ev then ev:close() can = true else errno = e end
     end
   end
@@ -93,19 +90,23 @@ local function rows(opts, want)
   return list
 end
 
-local function matches(row, filter)
-  local function any(f)
-    if f(row.name) then return true end
+-- matcher(filter) -> function(row): whether the row's name or an alias
+-- matches: a glob (* ?), else a substring. The pattern is made once.
+local function matcher(filter)
+  local test
+  if filter:find("[%*%?]") then
+    local pat = pmu.glob_pattern(filter)
+    test = function(n) return n:match(pat) ~= nil end
+  else
+    test = function(n) return n:find(filter, 1, true) ~= nil end
+  end
+  return function(row)
+    if test(row.name) then return true end
     for _, a in ipairs(row.aliases or {}) do
-      if f(a) then return true end
+      if test(a) then return true end
     end
     return false
   end
-  if filter:find("[%*%?]") then
-    local pat = pmu.glob_pattern(filter)
-    return any(function(n) return n:match(pat) ~= nil end)
-  end
-  return any(function(n) return n:find(filter, 1, true) ~= nil end)
 end
 
 local Listing = {}
@@ -124,14 +125,19 @@ function Listing.__tostring(self)
 end
 
 -- list(filter, opts) -> rows (printable)
+local OPTIONS = { sysfs = "string", tracefs = "string", probe = "boolean", refresh = "boolean",
+                  max_tracepoint_probes = "integer", kallsyms = "string|boolean" }
+
 function M.list(filter, opts)
-  opts = opts or {}
+  if filter ~= nil then options.arg(filter, "string", "perfev.list", "the filter (argument #1)") end
+  opts = options.check(opts, OPTIONS, "perfev.list")
   local want = filter and KINDS[filter]
   local all = rows(opts, want)
   local out = setmetatable({}, Listing)
   local ntp = 0
+  local matches = filter and not want and matcher(filter)
   for _, r in ipairs(all) do
-    if want or not filter or matches(r, filter) then
+    if not matches or matches(r) then
       out[#out + 1] = r
       if r.kind == "tracepoint" then ntp = ntp + 1 end
     end

@@ -1,34 +1,193 @@
--- The check of an options table that perfev.sampler and perfev.record
--- share: every key known, every value of its kind. Each caller raises its
--- own error with the message this returns.
+-- One way to check what a caller passed to the Lua layer, and to report a
+-- caller's mistake: every entry point (perfev.open, group, parse, attr,
+-- uprobe/kprobe, sampler, record, list, perfmap, perfdata open/create,
+-- writer) and every Lua-written method checks its arguments here.
+--
+-- Errors are raised at the caller's line: raise() walks the stack past
+-- the library's own Lua files (those beside this one) and C functions, to
+-- the first frame of the user's code, however deep inside the library the
+-- mistake was found. Messages name the function and the option or field,
+-- and say "did you mean" when a close name exists.
+local core = require "perfev.core"
+local nearest = require "perfev.nearest"
+
 local M = {}
 
--- Kinds beyond a plain type() name.
-local KINDS = {
-  any = function() return true end,
-  integer = function(v) return math.type(v) == "integer" end,
-  -- an event: a string, a table of attr fields or an attr userdata
-  spec = function(v) local t = type(v) return t == "string" or t == "table" or t == "userdata" end,
-  -- a sample_type-like mask: names, a list of names or a number
-  mask = function(v) local t = type(v) return t == "string" or t == "table" or math.type(v) == "integer" end,
-}
+-- The directory of the library's Lua files, as debug.getinfo's source
+-- gives it ("@lua/perfev/"): every file under it is internal.
+local DIR = "@" .. (debug.getinfo(1, "S").source:match("^@(.*[/\\])[^/\\]*$") or "\0")
 
--- check(opts, kinds, is) -> nil when opts is a table whose every key is
--- in kinds and every value of its kind, else what is wrong: "options are a
--- table, got ...", "unknown option 'k'" or "option 'k' <is> <kind>, got
--- <type>" (is: the caller's wording, "is a" or "must be a").
--- kinds: { [key] = "integer" | "any" | "spec" | "mask" | a type() name }.
-function M.check(opts, kinds, is)
-  if type(opts) ~= "table" then return ("options are a table, got %s"):format(type(opts)) end
+local function internal(source)
+  return source:sub(1, #DIR) == DIR
+end
+
+-- raise(msg): error(msg) at the first frame outside the library.
+function M.raise(msg)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "S")
+    if not info then
+      level = 2
+      break
+    end
+    if info.what ~= "C" and not internal(info.source) then break end
+    level = level + 1
+  end
+  error(msg, level)
+end
+
+-- raisef(fmt, ...): raise(fmt:format(...))
+function M.raisef(fmt, ...)
+  M.raise(fmt:format(...))
+end
+
+-- strip(msg) -> msg without a leading position inside the library
+-- ("lua/perfev/spec.lua:45: "), which the C core adds when it raises on
+-- a value the library passed on for its caller.
+function M.strip(msg)
+  if type(msg) ~= "string" then return msg end
+  local where, rest = msg:match("^(.-:%d+): (.*)$")
+  if where and internal("@" .. where) then return rest end
+  return msg
+end
+
+-- strip_where(msg) -> msg without its leading position, wherever it
+-- points (a message raised for the caller, wrapped into another one).
+function M.strip_where(msg)
+  if type(msg) ~= "string" then return tostring(msg) end
+  local where, rest = msg:match("^(.-:%d+): (.*)$")
+  if where and not where:find(": ", 1, true) then return rest end
+  return msg
+end
+
+-- call(f, ...) -> f(...), an error raised by f (the C core refusing a
+-- value the caller gave) re-raised at the caller's line.
+local function pass(ok, ...)
+  if ok then return ... end
+  local err = ...
+  if type(err) ~= "string" then error(err, 0) end
+  M.raise(M.strip(err))
+end
+function M.call(f, ...)
+  return pass(pcall(f, ...))
+end
+
+---------------------------------------------------------------------------
+-- kinds of values
+
+-- is_integer(v): an integer, or a float with an integer value (LuaJIT has
+-- no integer subtype; Lua 5.3+ converts such floats where one is needed)
+local mtype = math.type
+function M.is_integer(v)
+  if mtype and mtype(v) == "integer" then return true end
+  return type(v) == "number" and v == math.floor(v) and v - 1 ~= v
+end
+local is_integer = M.is_integer
+
+local function is_event(v)
+  local mt = type(v) == "userdata" and getmetatable(v)
+  return mt and type(mt) == "table" and rawget(mt, "__index") == core.event_methods or false
+end
+M.is_event = is_event
+
+-- kind -> { test, what it is called in a message }
+local KINDS = {
+  any = { function() return true end, "anything" },
+  integer = { is_integer, "an integer" },
+  positive = { function(v) return is_integer(v) and v > 0 end, "a positive integer" },
+  number = { function(v) return type(v) == "number" end, "a number" },
+  string = { function(v) return type(v) == "string" end, "a string" },
+  boolean = { function(v) return type(v) == "boolean" end, "a boolean" },
+  table = { function(v) return type(v) == "table" end, "a table" },
+  ["function"] = { function(v) return type(v) == "function" end, "a function" },
+  file = { function(v) return io.type(v) == "file" end, "an open file handle" },
+  event = { is_event, "a perfev event" },
+  -- an event spec: a name, a table of attr fields or an attr
+  spec = { function(v) local t = type(v) return t == "string" or t == "table" or t == "userdata" end,
+           "an event (a name, a table of attr fields or an attr)" },
+  -- a mask of named bits: a name, "a|b", a list of names or an integer
+  mask = { function(v) local t = type(v) return t == "string" or t == "table" or is_integer(v) end,
+           "a mask (a name, a list of names or an integer)" },
+}
+M.KINDS = KINDS
+
+-- fits(v, kind) -> whether v is of kind ("integer", "string|table" ...)
+local function fits(v, kind)
+  for k in kind:gmatch("[^|]+") do
+    local def = KINDS[k]
+    if def and def[1](v) then return true end
+  end
+  return false
+end
+M.fits = fits
+
+-- what(kind) -> "an integer or a string"
+local function what(kind)
+  local out = {}
+  for k in kind:gmatch("[^|]+") do out[#out + 1] = KINDS[k] and KINDS[k][2] or ("a " .. k) end
+  return table.concat(out, " or ")
+end
+M.what = what
+
+-- describe(v) -> the type of v for a message ("integer", "closed event" ...)
+local function describe(v)
+  if is_integer(v) then return "integer " .. tostring(v) end
+  local t = type(v)
+  if t == "string" then
+    return ("string '%s'"):format(#v > 40 and v:sub(1, 40) .. "..." or v)
+  end
+  if t == "number" or t == "boolean" then return t .. " " .. tostring(v) end
+  return t
+end
+M.describe = describe
+
+---------------------------------------------------------------------------
+-- checks
+
+-- arg(v, kind, fname, name): raise unless v is of kind; name says which
+-- argument ("#1", "'pid'", ...). Returns v.
+function M.arg(v, kind, fname, name)
+  if not fits(v, kind) then
+    M.raisef("%s: %s must be %s, got %s", fname, name, what(kind), describe(v))
+  end
+  return v
+end
+
+-- check(opts, schema, fname) -> opts, or {} for nil. schema: key -> kind.
+-- Raises (at the caller's line) on a non-table, an unknown key (with the
+-- closest known one) or a value of the wrong kind.
+function M.check(opts, schema, fname)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    M.raisef("%s: options must be a table, got %s", fname, describe(opts))
+  end
   for k, v in pairs(opts) do
-    local want = kinds[k]
-    if not want then return ("unknown option '%s'"):format(tostring(k)) end
-    local fits = KINDS[want]
-    if not (fits and fits(v) or type(v) == want) then
-      return ("option '%s' %s %s, got %s"):format(k, is, want, type(v))
+    local kind = schema[k]
+    if not kind then
+      M.raisef("%s: unknown option '%s'%s", fname, tostring(k), nearest.hint(k, schema))
+    end
+    if not fits(v, kind) then
+      M.raisef("%s: option '%s' must be %s, got %s", fname, k, what(kind), describe(v))
     end
   end
-  return nil
+  return opts
+end
+
+-- self(obj, class, cname, method): the check at the top of a Lua-written
+-- method: obj must be an instance of class (a method called with '.'
+-- instead of ':' passes its first argument as self).
+function M.self(obj, class, cname, method)
+  if getmetatable(obj) ~= class then
+    M.raisef("%s: bad self for %s (expected a %s, got %s): call it as obj:%s(...)", cname, method,
+             cname, describe(obj), method)
+  end
+  return obj
+end
+
+-- unknown(fname, what, name, known) -> raise "unknown <what> 'name'
+-- (did you mean 'x'?)"; known: a list or a set of names.
+function M.unknown(fname, kind, name, known, tail)
+  M.raisef("%s: unknown %s '%s'%s%s", fname, kind, tostring(name), nearest.hint(name, known), tail or "")
 end
 
 return M

@@ -55,7 +55,12 @@ local names = require "perfev.names"
 local cache = require "perfev.cache"
 local pmu = require "perfev.pmu"
 local tracepoint = require "perfev.tracepoint"
-local probe = require "perfev.probe"
+local options = require "perfev.options"
+local nearest = require "perfev.nearest"
+-- the probe PMUs' keys, as data; perfev.probe (and the ELF reader) load
+-- only when a probe is parsed
+local probe_keys = require "perfev.probe_keys"
+local function probe() return require "perfev.probe" end
 
 local TYPE, SAMPLE, BRANCH = core.TYPE, core.SAMPLE, core.BRANCH
 
@@ -226,8 +231,8 @@ local function callchain(ev, pos)
     local size = ev._stack or M.STACK_SIZE
     size = (size + 7) & ~7
     if size == 0 or size > M.STACK_SIZE_MAX then
-      error(("perfev.parse: stack-size %d is out of range (8..%d) at position %d")
-            :format(ev._stack, M.STACK_SIZE_MAX, pos), 0)
+      options.raisef("perfev.parse: stack-size %.0f is out of range (8..%d) at position %d", ev._stack,
+                     M.STACK_SIZE_MAX, pos)
     end
     ev.sample_regs_user, ev.sample_stack_user = M.DWARF_REGS, size
   end
@@ -240,8 +245,9 @@ end
 local P = {}
 P.__index = P
 
+-- A mistake in the string: raised at the caller's line, with its position.
 local function fail(pos, msg)
-  error(("perfev.parse: %s at position %d"):format(msg, pos), 0)
+  options.raisef("perfev.parse: %s at position %d", msg, pos)
 end
 
 function P:peek(n) return self.s:sub(self.i, self.i + (n or 1) - 1) end
@@ -588,7 +594,9 @@ end
 local function sysfs_terms(s, where)
   local q = setmetatable({ s = s .. "/", i = 1, opts = {} }, P)
   local ok, list = pcall(P.terms, q)
-  if not ok then error(("perfev.parse: bad event file %s ('%s'): %s"):format(where, s, list), 0) end
+  if not ok then
+    options.raisef("perfev.parse: bad event file %s ('%s'): %s", where, s, options.strip_where(list))
+  end
   return list
 end
 
@@ -692,7 +700,7 @@ end
 -- The probe PMUs' own terms (path, func, offset, addr; ret for the
 -- retprobe format term): the vocabulary P:terms lexes them with.
 local function probe_vocabulary(p)
-  local keys = probe.KEYS[p.name]
+  local keys = probe_keys.KEYS[p.name]
   local known = { ret = true }
   for k in pairs(keys) do known[k] = true end
   for k in pairs(M.TERMS) do known[k] = true end
@@ -703,14 +711,14 @@ end
 -- probe_terms(p, ev, terms, opts) -> the terms left for pmu_terms: the
 -- probe's own terms become uprobe_path/kprobe_func and probe_offset/kprobe_addr.
 local function probe_terms(p, ev, terms, opts)
-  local keys = probe.KEYS[p.name]
+  local keys = probe_keys.KEYS[p.name]
   local args, rest, first = {}, {}, nil
   for _, t in ipairs(terms) do
     local kind = keys[t.key]
     if t.key == "ret" then
       rest[#rest + 1] = { key = "retprobe", value = t.value, str = t.str, pos = t.pos, vpos = t.vpos }
       args.ret = t.value ~= 0
-    elseif kind and not probe.FORMAT_KEYS[t.key] then
+    elseif kind and not probe_keys.FORMAT_KEYS[t.key] then
       first = first or t
       if kind == "string" then
         args[t.key] = t.str or tostring(t.value)
@@ -724,7 +732,7 @@ local function probe_terms(p, ev, terms, opts)
     end
   end
   if first then
-    local f, err = probe.build(p.name, args, { sysfs = opts.sysfs, kallsyms = opts.kallsyms })
+    local f, err = probe().build(p.name, args, { sysfs = opts.sysfs, kallsyms = opts.kallsyms })
     if not f then fail(first.pos, err) end
     for _, k in ipairs { "uprobe_path", "kprobe_func", "probe_offset", "kprobe_addr", "config1", "probe" } do
       ev[k] = f[k]
@@ -898,7 +906,7 @@ end
 -- word '/' terms '/' modifiers: a PMU, or a generic/raw/cache name with terms.
 function P:pmu_event(word, start, in_group)
   self.i = self.i + 1                       -- '/'
-  local probe_pmu = probe.KEYS[word] and pmu.get(word, self.opts.sysfs)
+  local probe_pmu = probe_keys.KEYS[word] and pmu.get(word, self.opts.sysfs)
   local terms = self:terms(probe_pmu and probe_vocabulary(probe_pmu) or nil)
   self:expect("/", "'/' closing the terms")
   local text_end = self.i - 1
@@ -934,7 +942,7 @@ function P:pmu_event(word, start, in_group)
       else
         local ev = new_event(p.type, 0)
         local rest = terms
-        if probe.KEYS[p.name] then rest = probe_terms(p, ev, terms, self.opts) end
+        if probe_keys.KEYS[p.name] then rest = probe_terms(p, ev, terms, self.opts) end
         pmu_terms(p, ev, rest)
         callchain(ev, start)
         ev.pmu = p.name
@@ -971,8 +979,13 @@ function P:event(in_group)
   if not base and how then fail(start, how) end
   if not base and c == ":" then return self:tracepoint(word, start, in_group) end
   if not base then
-    fail(start, ("unknown event '%s' (expected a hardware, software, cache or tool event, rNNN, mem:ADDR, "
-                 .. "subsys:tracepoint or pmu/terms/; generic names: %s)"):format(word, names.known()))
+    local known = {}
+    for n in pairs(names.byname) do known[#known + 1] = n end
+    for n in pairs(names.tool_byname) do known[#known + 1] = n end
+    table.sort(known)
+    fail(start, ("unknown event '%s'%s (expected a hardware, software, cache or tool event, rNNN, mem:ADDR, "
+                 .. "subsys:tracepoint or pmu/terms/; generic names: %s)")
+                :format(word, nearest.hint(word, known), names.known()))
   end
   local list = {}
   if how == "pmu" then
@@ -1054,12 +1067,15 @@ local function not_an_event(s)
   end
 end
 
+local OPTIONS = { sysfs = "string", tracefs = "string", kallsyms = "string|boolean" }
+
 -- list(s, opts) -> list of event tables (see the header for the shape)
 function M.list(s, opts)
   if type(s) ~= "string" then
-    error("perfev.parse: expected an event string, got " .. type(s), 2)
+    options.raisef("perfev.parse: expected an event string, got %s", options.describe(s))
   end
-  local self = setmetatable({ s = s, i = 1, opts = opts or {} }, P)
+  opts = options.check(opts, OPTIONS, "perfev.parse")
+  local self = setmetatable({ s = s, i = 1, opts = opts }, P)
   not_an_event(s)
   self:ws()
   if self:eof() then self:fail("expected an event, found the end") end

@@ -11,6 +11,7 @@
 local core = require "perfev.core"
 local header = require "perfev.perfdata.header"
 local names = require "perfev.names"
+local options = require "perfev.options"
 
 local M = {}
 
@@ -96,8 +97,10 @@ end
 -- pd.open(path | "-" | file handle[, opts]) -> file | nil, message
 -- opts: bufsize (bytes read at a time, default 1 MiB), max_queue (bytes
 -- that time ordering may hold before it releases the older half, 256 MiB).
+local OPTIONS = { bufsize = "positive", max_queue = "positive" }
+
 function M.open(src, opts)
-  opts = opts or {}
+  opts = options.check(opts, OPTIONS, "perfev.perfdata.open")
   local fh, owned, name
   if src == "-" then
     fh, name = io.stdin, "<stdin>"
@@ -109,7 +112,7 @@ function M.open(src, opts)
     if not fh then return nil, errmsg(src, err) end
     owned, name = true, src
   else
-    error("perfev.perfdata.open: expected a path, \"-\" or a file handle, got " .. type(src), 2)
+    options.raisef("perfev.perfdata.open: expected a path, \"-\" or a file handle, got %s", options.describe(src))
   end
   local function fail(msg)
     if owned then fh:close() end
@@ -130,33 +133,31 @@ function M.open(src, opts)
   return setmetatable({ fh = fh, owned = owned, name = name, h = h, r = r, feats = feats }, File)
 end
 
-local function check(self)
-  if not self.r then error("perfev.perfdata: the file is closed", 3) end
+local function check(self, method)
+  options.self(self, File, "perfev.perfdata.file", method)
+  if not self.r then options.raise("perfev.perfdata: the file is closed") end
 end
 
 -- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
 -- offsets = true }]) -> iterator of record tables
+local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean" }
+
 function File:records(opts)
-  check(self)
+  check(self, "records")
   if opts == nil then return self.r:records() end
-  if type(opts) ~= "table" then
-    error("perfev.perfdata: records() takes a table of options, got " .. type(opts), 2)
-  end
+  options.check(opts, RECORDS_OPTIONS, "perfev.perfdata: records()")
   local o = { offsets = opts.offsets }
   if opts.order ~= nil and opts.order ~= "file" and opts.order ~= "time" then
-    error(("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s")
-          :format(tostring(opts.order)), 2)
+    options.raisef("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s",
+                   options.describe(opts.order))
   end
   o.order = opts.order
   if opts.types ~= nil then
-    if type(opts.types) ~= "table" then
-      error("perfev.perfdata: records(): types must be a list of record type names", 2)
-    end
     o.types = {}
     for i, t in ipairs(opts.types) do
-      local n = type(t) == "number" and math.tointeger(t) or TYPES[t]
+      local n = options.is_integer(t) and t or TYPES[t]
       if not n then
-        error(("perfev.perfdata: records(): types[%d] %q is not a record type"):format(i, tostring(t)), 2)
+        options.unknown("perfev.perfdata: records(): types[" .. i .. "]", "record type", t, TYPES)
       end
       o.types[i] = n
     end
@@ -166,7 +167,7 @@ end
 
 -- { { attr = <perfev.attr>, ids = { ... }, name = "cpu-clock" }, ... }
 function File:attrs()
-  check(self)
+  check(self, "attrs")
   return self.r:attrs()
 end
 
@@ -176,7 +177,7 @@ end
 -- sample_time = { first, last }, mem_topology, clockid, clock_data,
 -- compressed, hybrid_topology, pmu_caps, build_id, ...
 function File:features()
-  check(self)
+  check(self, "features")
   return self.feats
 end
 
@@ -184,11 +185,12 @@ end
 -- { offset, size }, feature_bits, sections, endian, swap, pipe, file_size,
 -- warnings.
 function File:header()
-  check(self)
+  check(self, "header")
   return self.h
 end
 
 function File:close()
+  options.self(self, File, "perfev.perfdata.file", "close")
   if self.r then
     self.r:close()
     self.r = nil

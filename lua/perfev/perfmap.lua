@@ -15,6 +15,8 @@
 -- m:mmap_record() gives that mapping for the addresses the map covers. See
 -- doc/perfdata-write.md.
 local fs = require "perfev.fs"
+local core = require "perfev.core"
+local options = require "perfev.options"
 
 local M = {}
 
@@ -26,7 +28,7 @@ M.SLOT = 16            -- bytes m:intern gives each name
 
 local PROT_READ, PROT_EXEC = 1, 4
 local MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
-local MISC_USER = 2
+local PID_MAX_LIMIT = 4194304    -- the kernel's largest pid_max (PID_MAX_LIMIT on 64-bit)
 
 local Map = {}
 Map.__index = Map
@@ -35,17 +37,14 @@ Map.__index = Map
 -- pid: whose map (default this process); opts.path: another file (tests),
 -- opts.append: keep what the file holds, opts.base, opts.slot: m:intern's
 -- first address and bytes per name.
+local OPTIONS = { path = "string", append = "boolean", base = "positive", slot = "positive" }
+
 function M.open(pid, opts)
-  opts = opts or {}
-  if pid ~= nil and (math.type(pid) ~= "integer" or pid <= 0) then
-    error("perfev.perfmap.open: pid must be a positive integer, got " .. tostring(pid), 2)
+  if pid ~= nil and not (options.is_integer(pid) and pid > 0 and pid <= PID_MAX_LIMIT) then
+    options.raisef("perfev.perfmap.open: pid must be a process id (1..%d), got %s", PID_MAX_LIMIT,
+                   options.describe(pid))
   end
-  if type(opts) ~= "table" then error("perfev.perfmap.open: opts must be a table", 2) end
-  for _, k in ipairs { "base", "slot" } do
-    if opts[k] ~= nil and (math.type(opts[k]) ~= "integer" or opts[k] <= 0) then
-      error(("perfev.perfmap.open: opts.%s must be a positive integer"):format(k), 2)
-    end
-  end
+  opts = options.check(opts, OPTIONS, "perfev.perfmap.open")
   pid = pid or fs.own_pid()
   local path = opts.path or ("/tmp/perf-%d.map"):format(pid)
   local f, msg, errno = io.open(path, opts.append and "a" or "w")
@@ -54,20 +53,21 @@ function M.open(pid, opts)
                         slot = opts.slot or M.SLOT, n = 0 }, Map)
 end
 
-local function check_open(self)
-  if not self.f then error("perfev.perfmap: the map is closed", 3) end
+local function check_open(self, method)
+  options.self(self, Map, "perfev.perfmap", method)
+  if not self.f then options.raise("perfev.perfmap: the map is closed") end
 end
 
 -- m:add(start, size, name): one line "START SIZE name" (hex, as perf reads
 -- it). A name cannot hold a newline; the size must be > 0.
 function Map:add(start, size, name)
-  check_open(self)
-  if math.type(start) ~= "integer" then error("perfev.perfmap: add: start must be an integer", 2) end
-  if math.type(size) ~= "integer" or size <= 0 then
-    error("perfev.perfmap: add: size must be a positive integer", 2)
+  check_open(self, "add")
+  if not options.is_integer(start) then options.raise("perfev.perfmap: add: start must be an integer") end
+  if not options.is_integer(size) or size <= 0 then
+    options.raise("perfev.perfmap: add: size must be a positive integer")
   end
   if type(name) ~= "string" or name == "" or name:find("[\r\n]") then
-    error("perfev.perfmap: add: name must be a non-empty string without a newline", 2)
+    options.raise("perfev.perfmap: add: name must be a non-empty string without a newline")
   end
   local ok, msg, errno = self.f:write(("%x %x %s\n"):format(start, size, name))
   if not ok then return nil, "perfev.perfmap: " .. self.path .. ": " .. tostring(msg), errno end
@@ -81,7 +81,7 @@ end
 -- m:intern(name) -> address: the same address for the same name, a new
 -- slot after the last for a new one (written to the map at once).
 function Map:intern(name)
-  check_open(self)
+  check_open(self, "intern")
   local a = self.names[name]
   if a then return a end
   a = self.next
@@ -94,6 +94,7 @@ end
 
 -- m:range() -> lo, hi: the addresses the lines cover ([lo, hi)), or nil.
 function Map:range()
+  options.self(self, Map, "perfev.perfmap", "range")
   return self.lo, self.hi
 end
 
@@ -101,8 +102,12 @@ end
 -- mapping over m:range() for the map's pid, which makes perf look the
 -- addresses up in the map. opts: tid, time, and any other field.
 function Map:mmap_record(opts)
-  if not self.lo then error("perfev.perfmap: mmap_record: the map has no lines yet", 2) end
-  local r = { type = "mmap2", misc = MISC_USER, pid = self.pid, tid = self.pid, addr = self.lo,
+  options.self(self, Map, "perfev.perfmap", "mmap_record")
+  if opts ~= nil and type(opts) ~= "table" then
+    options.raisef("perfev.perfmap: mmap_record: options must be a table, got %s", options.describe(opts))
+  end
+  if not self.lo then options.raise("perfev.perfmap: mmap_record: the map has no lines yet") end
+  local r = { type = "mmap2", misc = core.MISC.USER, pid = self.pid, tid = self.pid, addr = self.lo,
               len = self.hi - self.lo, pgoff = 0, maj = 0, min = 0, ino = 0, ino_generation = 0,
               prot = PROT_READ | PROT_EXEC, flags = MAP_PRIVATE | MAP_ANONYMOUS,
               filename = "//anon", time = 0 }
@@ -111,7 +116,7 @@ function Map:mmap_record(opts)
 end
 
 function Map:flush()
-  check_open(self)
+  check_open(self, "flush")
   local ok, msg, errno = self.f:flush()
   if not ok then return nil, "perfev.perfmap: " .. self.path .. ": " .. tostring(msg), errno end
   return true
@@ -119,6 +124,7 @@ end
 
 -- m:close() -> true | nil, message, errno (also __close and __gc)
 function Map:close()
+  options.self(self, Map, "perfev.perfmap", "close")
   if not self.f then return true end
   local f = self.f
   self.f = nil
@@ -129,6 +135,7 @@ end
 
 -- m:remove(): close and delete the file (a profiler's temporary map).
 function Map:remove()
+  options.self(self, Map, "perfev.perfmap", "remove")
   self:close()
   return os.remove(self.path)
 end

@@ -41,15 +41,12 @@ end
 function M.parse_format(s)
   local field, spec = s:match("^%s*(config%d?):([%d,%-]+)%s*$")
   if not field then return nil, ("bad format '%s'"):format(s) end
-  local f = { field = field, ranges = {}, bits = 0 }
-  for part in spec:gmatch("[^,]+") do
-    local lo, hi = part:match("^(%d+)%-(%d+)$")
-    if not lo then lo = part:match("^(%d+)$") ; hi = lo end
-    if not lo then return nil, ("bad format '%s'"):format(s) end
-    lo, hi = tonumber(lo), tonumber(hi)
-    if hi < lo or hi > 63 then return nil, ("bad format '%s'"):format(s) end
-    f.ranges[#f.ranges + 1] = { lo, hi }
-    f.bits = f.bits + hi - lo + 1
+  local ranges = fs.ranges(spec)
+  if not ranges then return nil, ("bad format '%s'"):format(s) end
+  local f = { field = field, ranges = ranges, bits = 0 }
+  for _, r in ipairs(ranges) do
+    if r[2] > 63 then return nil, ("bad format '%s'"):format(s) end
+    f.bits = f.bits + r[2] - r[1] + 1
   end
   return f
 end
@@ -108,6 +105,7 @@ function M.all(root)
 end
 
 local function glob_pattern(g)
+  g = g:gsub("%*+", "*")   -- one star for a run: a run would backtrack for nothing
   return "^" .. g:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".") .. "$"
 end
 M.glob_pattern = glob_pattern

@@ -23,20 +23,16 @@
 -- asked: path, func, offset, ret), which are not attr fields.
 local pmu = require "perfev.pmu"
 local fs = require "perfev.fs"
+local options = require "perfev.options"
 
 local M = {}
 
 M.KALLSYMS = "/proc/kallsyms"
 
--- The keys each probe takes, and their kind: data for the API's checks and
--- for the event-string terms (uprobe/path=...,func=.../).
-M.KEYS = {
-  uprobe = { path = "string", func = "string", offset = "integer", addr = "integer",
-             ret = "boolean", ref_ctr_offset = "integer" },
-  kprobe = { func = "string", offset = "integer", addr = "integer", ret = "boolean" },
-}
--- Keys given as PMU format terms (config bits), by the PMU's format/ file name.
-M.FORMAT_KEYS = { ret = "retprobe", ref_ctr_offset = "ref_ctr_offset" }
+-- The keys each probe takes, and their kind; the keys given as PMU
+-- format terms (perfev.probe_keys: data the event-string parser shares).
+local probe_keys = require "perfev.probe_keys"
+M.KEYS, M.FORMAT_KEYS = probe_keys.KEYS, probe_keys.FORMAT_KEYS
 local FORMAT_KEYS = M.FORMAT_KEYS
 
 local WHY_MISSING = {
@@ -168,20 +164,23 @@ function M.build(kind, args, opts)
   return ev
 end
 
+local OPTIONS = { sysfs = "string", kallsyms = "string|boolean" }
+
 -- API: probe.uprobe(t, opts) / probe.kprobe(t, opts) -> spec table; raise
 -- on a mistake (a key of the wrong type, a missing symbol or file, no PMU).
 local function api(kind)
   local fname = "perfev." .. kind
   return function(t, opts)
-    if type(t) ~= "table" then error(("%s: expected a table, got %s"):format(fname, type(t)), 2) end
+    if type(t) ~= "table" then options.raisef("%s: expected a table, got %s", fname, options.describe(t)) end
+    opts = options.check(opts, OPTIONS, fname)
     local keys, args, extra = M.KEYS[kind], {}, {}
     for k, v in pairs(t) do
       local want = keys[k]
       if want then
-        local got = (want == "integer" and math.type(v) == "integer") and "integer" or type(v)
+        local got = (want == "integer" and options.is_integer(v)) and "integer" or type(v)
         if got ~= want then
-          error(("%s: field '%s' expects %s %s, got %s"):format(fname, k, want == "integer" and "an" or "a",
-                want, got), 2)
+          options.raisef("%s: field '%s' expects %s %s, got %s", fname, k, want == "integer" and "an" or "a",
+                         want, got)
         end
         args[k] = v
       else
@@ -189,7 +188,7 @@ local function api(kind)
       end
     end
     local ev, err = M.build(kind, args, opts)
-    if not ev then error(("%s: %s"):format(fname, err), 2) end
+    if not ev then options.raisef("%s: %s", fname, err) end
     for k, v in pairs(extra) do
       if k == "name" then ev.name = v elseif ev[k] == nil then ev[k] = v end
     end

@@ -28,27 +28,27 @@ local DRAIN_EVERY = 1000000        -- Lua VM instructions between drains while f
 local POLL_MS = 100
 
 local OPTIONS = {
-  output = "any", pipe = "boolean", event = "any", events = "table", freq = "integer",
-  period = "integer", callchain = "boolean", sample_type = "any", fn = "function",
+  output = "string|file", pipe = "boolean", event = "spec", events = "table", freq = "integer",
+  period = "integer", callchain = "boolean", sample_type = "string|table", fn = "function",
   args = "table", command = "string", pid = "integer", duration_ms = "integer",
   pages = "integer", cpus = "table", attr = "table", kernel = "boolean",
   drain_every = "any", features = "table", build_ids = "boolean", mmap_data = "boolean",
 }
 
 local function fail(fmt, ...)
-  error("perfev.record: " .. fmt:format(...), 0)
+  options.raise("perfev.record: " .. fmt:format(...))
 end
 
 local function check(opts)
-  local bad = options.check(opts, OPTIONS, "must be a")
-  if bad then fail("%s", bad) end
+  if opts == nil then fail("expects a table of options (output, event, fn | command | pid ...)") end
+  options.check(opts, OPTIONS, "perfev.record")
   local n = (opts.fn and 1 or 0) + (opts.command and 1 or 0) + (opts.pid and 1 or 0)
   if n ~= 1 then fail("give exactly one of 'fn', 'command' and 'pid'") end
   if opts.pid and not opts.duration_ms then fail("option 'pid' needs 'duration_ms'") end
   if opts.duration_ms and opts.duration_ms <= 0 then fail("option 'duration_ms' must be > 0") end
   if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
   local d = opts.drain_every
-  if d ~= nil and d ~= false and (math.type(d) ~= "integer" or d <= 0) then
+  if d ~= nil and d ~= false and (not options.is_integer(d) or d <= 0) then
     fail("option 'drain_every' must be a positive integer or false")
   end
 end

@@ -6,8 +6,10 @@
 -- children through a ring buffer. See doc/sampler.md.
 local core = require "perfev.core"
 local spec = require "perfev.spec"
+local open = require "perfev.open"
 local fs = require "perfev.fs"
 local options = require "perfev.options"
+local bits = require "perfev.bits"
 
 local M = {}
 
@@ -19,20 +21,20 @@ local DEFAULT_SAMPLE_TYPE = { "ip", "tid", "time", "period" }
 local DEFAULT_FREQ = 1000       -- Hz, when neither the spec nor opts give a period
 local DEFAULT_PAGES = 32        -- data pages per CPU ring
 local POLL_SLICE_MS = 10        -- see S:poll
-local EPERM, ESRCH, EACCES = 1, 3, 13
+local POLL_MAX_MS = 2147483647  -- poll(2)'s int timeout, as ring:poll
 
 -- Options of perfev.sampler, with the type each takes; anything else is a
 -- mistake (a misspelt side-band name would otherwise be silently ignored).
 local OPTIONS = {
   event = "spec", events = "table", pid = "integer", command = "string", cpus = "table",
   period = "integer", freq = "integer", sample_type = "mask", inherit = "boolean",
-  pages = "integer", attr = "table", sample_id_all = "boolean",
+  pages = "integer", attr = "table", sample_id_all = "boolean", task = "boolean",
 }
 -- Side-band records: asked of the first event only, or every event of a
 -- CPU would write its own copy of each record.
 local SIDEBAND = { "comm", "comm_exec", "task", "mmap", "mmap2", "mmap_data", "build_id",
                    "context_switch", "namespaces", "cgroup", "ksymbol", "bpf_event", "text_poke" }
-for _, k in ipairs(SIDEBAND) do OPTIONS[k] = "boolean" end
+for _, k in ipairs(SIDEBAND) do OPTIONS[k] = OPTIONS[k] or "boolean" end
 
 -- Records that concern the event rather than a task: never filtered out
 -- when following a command (their trailer names whichever task was
@@ -40,23 +42,18 @@ for _, k in ipairs(SIDEBAND) do OPTIONS[k] = "boolean" end
 local EVENT_RECORDS = { lost = true, lost_samples = true, throttle = true, unthrottle = true }
 
 local function fail(fmt, ...)
-  error("perfev.sampler: " .. fmt:format(...), 3)
+  options.raise("perfev.sampler: " .. fmt:format(...))
 end
 
 -- ---- CPUs ----
 
 -- "0-3,5,7-8" (the kernel's cpulist format) -> { 0, 1, 2, 3, 5, 7, 8 }
 function M.parse_cpulist(s)
-  if type(s) ~= "string" then error("perfev.sampler.parse_cpulist: a string, got " .. type(s), 2) end
-  local cpus = {}
-  for item in s:gmatch("[^,%s]+") do
-    local lo, hi = item:match("^(%d+)%-(%d+)$")
-    if not lo then lo = item:match("^(%d+)$"); hi = lo end
-    if not lo or tonumber(lo) > tonumber(hi) then
-      error(("perfev.sampler.parse_cpulist: bad item '%s' in '%s'"):format(item, s), 2)
-    end
-    for c = tonumber(lo), tonumber(hi) do cpus[#cpus + 1] = c end
+  if type(s) ~= "string" then
+    options.raisef("perfev.sampler.parse_cpulist: expects a string, got %s", options.describe(s))
   end
+  local cpus, err = fs.cpulist(s)
+  if not cpus then options.raise("perfev.sampler.parse_cpulist: " .. err) end
   return cpus
 end
 
@@ -72,12 +69,12 @@ end
 -- ---- options ----
 
 local function is_pow2(n)
-  return n > 0 and n & (n - 1) == 0
+  while n > 1 and n % 2 == 0 do n = n / 2 end
+  return n == 1
 end
 
 local function check_options(opts)
-  local bad = options.check(opts, OPTIONS, "is a")
-  if bad then fail("%s", bad) end
+  options.check(opts, OPTIONS, "perfev.sampler")
   if opts.event and opts.events then fail("give 'event' or 'events', not both") end
   if opts.pid and opts.command then fail("give 'pid' or 'command', not both") end
   if opts.command and opts.inherit == false then
@@ -85,31 +82,36 @@ local function check_options(opts)
   end
   if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
   for _, k in ipairs { "period", "freq" } do
-    if opts[k] and opts[k] <= 0 then fail("option '%s' must be > 0, got %d", k, opts[k]) end
+    if opts[k] and opts[k] <= 0 then fail("option '%s' must be > 0, got %.0f", k, opts[k]) end
   end
-  if opts.pid and opts.pid < -1 then fail("option 'pid' must be >= -1, got %d", opts.pid) end
+  if opts.pid and opts.pid < -1 then fail("option 'pid' must be >= -1, got %.0f", opts.pid) end
   if opts.pages and not is_pow2(opts.pages) then
-    fail("option 'pages': the number of data pages per CPU must be a power of two, got %d", opts.pages)
+    fail("option 'pages': the number of data pages per CPU must be a power of two, got %.0f", opts.pages)
   end
   if opts.events and #opts.events == 0 then fail("option 'events' is an empty list") end
+  for i, e in ipairs(opts.events or {}) do
+    if not options.fits(e, "spec") then
+      fail("option 'events'[%d] must be %s, got %s", i, options.what("spec"), options.describe(e))
+    end
+  end
   if opts.cpus then
     if #opts.cpus == 0 then fail("option 'cpus' is an empty list") end
     for i, c in ipairs(opts.cpus) do
-      if math.type(c) ~= "integer" or c < 0 then fail("option 'cpus'[%d] is not a CPU number", i) end
+      if not options.is_integer(c) or c < 0 then fail("option 'cpus'[%d] is not a CPU number", i) end
     end
   end
 end
 
 local function mask_of(st)
-  if math.type(st) == "integer" then return st end
-  return core.attr({ sample_type = st }).sample_type
+  if options.is_integer(st) then return st end
+  return options.call(core.attr, { sample_type = st }).sample_type
 end
 
 -- The attr of event spec i, with the sampler's settings. Built before
 -- anything is opened, so that a mistake raises with nothing to clean up.
 local function build_attr(s, i, nspecs, opts, mode)
-  local a, name = spec.attr(s)   -- a copy: the caller's attr is never changed
-  for k, v in pairs(opts.attr or {}) do a[k] = v end
+  local a, name, t = spec.attr(s, "perfev.sampler")   -- a copy: the caller's attr is never changed
+  for k, v in pairs(opts.attr or {}) do options.call(function() a[k] = v end) end
   if opts.freq then
     a.freq, a.sample_freq = true, opts.freq
   elseif opts.period then
@@ -121,8 +123,8 @@ local function build_attr(s, i, nspecs, opts, mode)
              or (a.sample_type ~= 0 and a.sample_type) or mask_of(DEFAULT_SAMPLE_TYPE)
   -- following a command filters by pid and orders by time; several
   -- events of one ring are told apart by their id
-  if mode == "command" then st = st | SAMPLE.TID | SAMPLE.TIME end
-  if nspecs > 1 then st = st | SAMPLE.IDENTIFIER end
+  if mode == "command" then st = bits.set(bits.set(st, SAMPLE.TID), SAMPLE.TIME) end
+  if nspecs > 1 then st = bits.set(st, SAMPLE.IDENTIFIER) end
   a.sample_type = st
   a.disabled = true
   a.inherit = opts.inherit
@@ -140,7 +142,7 @@ local function build_attr(s, i, nspecs, opts, mode)
   if opts.sample_id_all ~= nil then a.sample_id_all = opts.sample_id_all
   else a.sample_id_all = true end
   if mode == "command" then a.sample_id_all = true end
-  return a, name
+  return a, name, t or {}
 end
 
 -- ---- opening ----
@@ -156,33 +158,19 @@ local function close_all(self)
   self.watch = nil
 end
 
--- perfev.open's rules for one event: perf's exclude_guest fallback (in
--- spec.open), and user-space only when the kernel refuses kernel samples
--- to this user and the event came from a name. The fallback changes the
--- attr, so the spec's events on the next CPUs open user-space at once:
--- fallbacks[i] remembers it for them.
-local function open_one(a, i, names, from_string, fallbacks, pid, cpu)
-  local ev, msg, errno = spec.open(a, pid, cpu)
-  if not ev and (errno == EPERM or errno == EACCES) and from_string[i] and a.exclude_kernel == 0 then
-    a.exclude_kernel, a.exclude_hv = true, true
-    ev = core.open(a, pid, cpu)
-    if ev then fallbacks[i] = "exclude_kernel" else a.exclude_kernel, a.exclude_hv = false, false end
-  end
-  if not ev then return nil, msg, errno end
-  ev:data().name = names[i]
-  ev:data().fallback = fallbacks[i]
-  return ev
-end
-
 -- One event per spec on each CPU; the first event of a CPU owns its ring
 -- and the others write into it (ring:add).
-local function open_events(self, attrs, names, from_string, pid, pages)
-  local fallbacks = {}
+-- perfev.open's rules (lua/perfev/open.lua): one `how` per spec, so that
+-- a fallback taken on the first CPU (which stays in the attr) is recorded
+-- on the spec's events on every CPU.
+local function open_events(self, attrs, hows, pid, pages)
   for k, cpu in ipairs(self.cpus) do
     local ring
     for i, a in ipairs(attrs) do
-      local ev, msg, errno = open_one(a, i, names, from_string, fallbacks, pid, cpu)
-      if not ev then return nil, ("%s (event '%s', cpu %d)"):format(msg, names[i], cpu), errno end
+      local how = hows[i]
+      how.pid, how.cpu = pid, cpu
+      local ev, msg, errno = open.event(a, how)
+      if not ev then return nil, ("%s (event '%s', cpu %d)"):format(msg, how.name, cpu), errno end
       self.events[#self.events + 1] = ev
       self.by_spec[i][k] = ev
       local ok
@@ -193,7 +181,7 @@ local function open_events(self, attrs, names, from_string, pid, pages)
       else
         ok, msg, errno = ring:add(ev)
       end
-      if not ok then return nil, ("%s (event '%s', cpu %d)"):format(msg, names[i], cpu), errno end
+      if not ok then return nil, ("%s (event '%s', cpu %d)"):format(msg, how.name, cpu), errno end
     end
   end
   return true
@@ -239,7 +227,7 @@ local function start_command(self, cmd, sample_type)
   local wev
   wev, msg, errno = core.open(w, child, -1)
   if not wev then
-    if errno == ESRCH then self.gone = true; return true end
+    if errno == core.ERRNO.ESRCH then self.gone = true; return true end
     return nil, msg, errno
   end
   local wring
@@ -258,10 +246,11 @@ function M.new(opts)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   if o.inherit == nil then o.inherit = mode ~= "cpu-wide" end
-  local attrs, names, from_string = {}, {}, {}
+  local attrs, names, hows = {}, {}, {}
   for i, s in ipairs(specs) do
-    attrs[i], names[i] = build_attr(s, i, #specs, o, mode)
-    from_string[i] = type(s) == "string"
+    local t
+    attrs[i], names[i], t = build_attr(s, i, #specs, o, mode)
+    hows[i] = { name = names[i], user_fallback = type(s) == "string", precise_max = t.precise_max }
   end
   local cpus = opts.cpus
   if not cpus then
@@ -272,11 +261,11 @@ function M.new(opts)
   local self = setmetatable({
     cpus = cpus, events = {}, rings = {}, by_spec = {}, names = names, mode = mode,
     command = opts.command, pid = opts.pid or 0, maps = {}, proc_maps = {}, me = fs.own_pid(),
-    has_time = attrs[1].sample_type & SAMPLE.TIME ~= 0,
+    has_time = bits.has(attrs[1].sample_type, SAMPLE.TIME),
     want_task = opts.task == true,
   }, S)
   for i = 1, #specs do self.by_spec[i] = {} end
-  local ok, msg, errno = open_events(self, attrs, names, from_string, mode == "command" and 0 or self.pid,
+  local ok, msg, errno = open_events(self, attrs, hows, mode == "command" and 0 or self.pid,
                                      opts.pages or DEFAULT_PAGES)
   if ok and mode == "command" then
     ok, msg, errno = start_command(self, opts.command, attrs[1].sample_type)
@@ -294,12 +283,13 @@ setmetatable(M, { __call = function(_, opts) return M.new(opts) end })
 
 -- ---- the session ----
 
-local function check_open(self)
-  if self.is_closed then error("perfev.sampler: attempt to use a closed session", 3) end
+local function check_open(self, method)
+  options.self(self, S, "perfev.sampler", method)
+  if self.is_closed then options.raise("perfev.sampler: attempt to use a closed session") end
 end
 
 local function each_event(self, method)
-  check_open(self)
+  check_open(self, method)
   for _, ev in ipairs(self.events) do
     local ok, msg, errno = ev[method](ev)
     if not ok then return nil, msg, errno end
@@ -344,7 +334,7 @@ end
 -- else CPU by CPU. rec.cpu is set from the ring when the record has none,
 -- rec.event to the event that wrote it.
 function S:records()
-  check_open(self)
+  check_open(self, "records")
   local recs, times, n = {}, {}, 0
   local function take(rec, cpu, ev, last)
     if rec.cpu == nil then rec.cpu = cpu end
@@ -419,10 +409,12 @@ end
 -- looks at every ring between slices: data on another CPU's ring is seen
 -- within a slice.
 function S:poll(ms)
-  check_open(self)
+  check_open(self, "poll")
   if ms == nil then ms = -1 end
-  if math.type(ms) ~= "integer" or ms < -1 then
-    error("perfev.sampler: poll takes milliseconds, or -1 to wait without limit", 2)
+  -- ring:poll's rule: poll(2) takes an int of milliseconds
+  if not options.is_integer(ms) or ms < -1 or ms > POLL_MAX_MS then
+    fail("poll takes milliseconds (0..%.0f), or -1 to wait without limit; got %s", POLL_MAX_MS,
+         options.describe(ms))
   end
   if #self.rings == 1 and self.mode ~= "command" then return self.rings[1]:poll(ms) end
   local readable, hup, errno = poll_now(self)
@@ -442,7 +434,7 @@ end
 
 -- s:lost() -> samples the kernel reported lost on every ring so far
 function S:lost()
-  check_open(self)
+  check_open(self, "lost")
   local n = 0
   for _, r in ipairs(self.rings) do n = n + r:lost() end
   return n
@@ -452,7 +444,7 @@ end
 -- over the CPUs (inherited copies fold into it as children exit); false
 -- when the event never ran.
 function S:read()
-  check_open(self)
+  check_open(self, "read")
   local out = {}
   for i, evs in ipairs(self.by_spec) do
     local sum = false
@@ -500,9 +492,9 @@ end
 -- ip fell in, from the mmap/mmap2 records iterated so far, else from
 -- /proc/PID/maps while the process lives.
 function S:resolve(pid, ip)
-  check_open(self)
-  if math.type(pid) ~= "integer" then error("perfev.sampler: resolve: pid is an integer", 2) end
-  if math.type(ip) ~= "integer" then error("perfev.sampler: resolve: ip is an integer", 2) end
+  check_open(self, "resolve")
+  options.arg(pid, "integer", "perfev.sampler: resolve", "pid")
+  options.arg(ip, "integer", "perfev.sampler: resolve", "ip")
   if pid == 0 then pid = self.me end
   local m = self.maps[pid] and find(self.maps[pid], ip)
   if not m then
@@ -516,6 +508,7 @@ end
 -- s:pids() -> the followed pids seen so far (a command's process and its
 -- descendants), sorted; nil when the session is not following a command.
 function S:pids()
+  options.self(self, S, "perfev.sampler", "pids")
   if not self.followed then return nil end
   local out = {}
   for pid in pairs(self.followed) do out[#out + 1] = pid end
@@ -526,7 +519,8 @@ end
 -- s:wait() -> ok, how, code, output: the command's remaining output, then
 -- its exit status as io.popen's close gives it.
 function S:wait()
-  if not self.stdout then error("perfev.sampler: wait() is for a session started with 'command'", 2) end
+  options.self(self, S, "perfev.sampler", "wait")
+  if not self.stdout then fail("wait() is for a session started with 'command'") end
   local p = self.stdout
   self.stdout = nil
   local out = p:read("a")
@@ -537,6 +531,7 @@ end
 -- s:close(): every ring, then every event. A command still running is
 -- left to run (its pipe is closed with the session's stdout handle).
 function S:close()
+  options.self(self, S, "perfev.sampler", "close")
   if self.is_closed then return true end
   close_all(self)
   self.is_closed = true
@@ -544,6 +539,7 @@ function S:close()
 end
 
 function S:closed()
+  options.self(self, S, "perfev.sampler", "closed")
   return self.is_closed == true
 end
 

@@ -1,6 +1,7 @@
 -- Tracepoint ids from tracefs: <tracefs>/events/<subsystem>/<event>/id.
 -- tracefs is looked for at /sys/kernel/tracing, then /sys/kernel/debug/tracing
 -- (or at the root given); errors name the missing mount or the permission.
+local core = require "perfev.core"
 local fs = require "perfev.fs"
 local pmu = require "perfev.pmu"
 
@@ -33,7 +34,7 @@ function M.id(sys, name, root)
   local path = ("%s/events/%s/%s/id"):format(r, sys, name)
   local s, _, errno = fs.read(path)
   if not s then
-    if errno == 13 or errno == 1 then
+    if errno == core.ERRNO.EACCES or errno == core.ERRNO.EPERM then
       return nil, ("cannot read %s: permission denied (tracepoints need read access to tracefs)"):format(path)
     end
     return nil, ("unknown tracepoint '%s:%s' (no %s)"):format(sys, name, path)

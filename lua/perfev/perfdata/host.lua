@@ -18,13 +18,9 @@ end
 -- "0-3,5" -> the highest cpu + 1, and how many
 local function cpulist(s)
   local max, n = -1, 0
-  for item in (s or ""):gmatch("[^,%s]+") do
-    local lo, hi = item:match("^(%d+)%-(%d+)$")
-    if not lo then lo = item:match("^(%d+)$"); hi = lo end
-    if lo then
-      max = math.max(max, tonumber(hi))
-      n = n + tonumber(hi) - tonumber(lo) + 1
-    end
+  for _, r in ipairs(fs.ranges(s or "") or {}) do
+    max = math.max(max, r[2])
+    n = n + r[2] - r[1] + 1
   end
   return max + 1, n
 end

@@ -12,11 +12,12 @@
 -- As perf does, the records carry an all-zero sample_id trailer (time 0,
 -- id 0: read with the first event's attr) and come before every record
 -- the kernel wrote.
+local core = require "perfev.core"
 local fs = require "perfev.fs"
 
 local M = {}
 
-local MISC_KERNEL, MISC_USER, MISC_MMAP_DATA = 1, 2, 0x2000
+local MISC_KERNEL, MISC_USER, MISC_MMAP_DATA = core.MISC.KERNEL, core.MISC.USER, core.MISC.MMAP_DATA
 local PROT = { r = 1, w = 2, x = 4 }
 local MAP_SHARED, MAP_PRIVATE = 1, 2
 -- the trailer perf writes on synthesized records: all zero

@@ -14,6 +14,7 @@
 -- and a header_feature record per feature, then the records; nothing is
 -- rewritten.
 local core = require "perfev.core"
+local options = require "perfev.options"
 local names = require "perfev.names"
 local usrec = require "perfev.perfdata.usrec"
 local featwrite = require "perfev.perfdata.featwrite"
@@ -35,12 +36,12 @@ local FILE_HEADER, PIPE_HEADER = 104, 16
 -- its own (rounds = "auto"): perf report holds about two rounds in memory.
 M.ROUND_BYTES = 1 << 20
 local FINISHED_ROUND = usrec.encode({ type = "finished_round" })
-local MISC_KERNEL, MISC_USER = 1, 2
+local MISC_KERNEL, MISC_USER = core.MISC.KERNEL, core.MISC.USER
 local OPTIONS = { pipe = "boolean", features = "table", raw_features = "table",
                   build_ids = "boolean", rounds = "string", host = "boolean", name = "string" }
 
 local function fail(fmt, ...)
-  error("perfev.perfdata.create: " .. fmt:format(...), 0)
+  options.raise("perfev.perfdata.create: " .. fmt:format(...))
 end
 
 local function is_attr(v)
@@ -337,12 +338,7 @@ end
 
 -- pd.create(path | "-" | file handle, attrs[, opts]) -> writer | nil, message, errno
 function M.create(dest, attrs, opts)
-  opts = opts or {}
-  if type(opts) ~= "table" then fail("opts must be a table, got %s", type(opts)) end
-  for k, v in pairs(opts) do
-    if not OPTIONS[k] then fail("unknown option '%s'", tostring(k)) end
-    if type(v) ~= OPTIONS[k] then fail("option '%s' must be a %s, got %s", k, OPTIONS[k], type(v)) end
-  end
+  opts = options.check(opts, OPTIONS, "perfev.perfdata.create")
   if opts.rounds and opts.rounds ~= "auto" and opts.rounds ~= "manual" then
     fail("option 'rounds' must be \"auto\" or \"manual\", got %q", opts.rounds)
   end
@@ -410,8 +406,9 @@ end
 
 -- ---- writing ----
 
-local function check_open(self)
-  if self.closed then error("perfev.perfdata: the writer is closed", 3) end
+local function check_open(self, method)
+  options.self(self, W, "perfev.perfdata.writer", method)
+  if self.closed then options.raise("perfev.perfdata: the writer is closed") end
 end
 
 local function count(t, k)
@@ -431,7 +428,7 @@ end
 -- A finished_round record: every record written after the next one is no
 -- older than the newest written before this one (perf's ordering rule).
 function W:round()
-  check_open(self)
+  check_open(self, "round")
   local ok, msg, errno = emit(self, FINISHED_ROUND, "finished_round")
   if not ok then return nil, msg, errno end
   self.st.rounds = self.st.rounds + 1
@@ -455,16 +452,18 @@ end
 -- w:write(rec) -> true | nil, message, errno. rec: a record table as the
 -- reader, a ring or a sampler gives it; or { bytes = <a whole record> }.
 function W:write(rec)
-  check_open(self)
-  if type(rec) ~= "table" then error("perfev.perfdata: write takes a record table, got " .. type(rec), 2) end
+  check_open(self, "write")
+  if type(rec) ~= "table" then
+    options.raisef("perfev.perfdata: write takes a record table, got %s", options.describe(rec))
+  end
   local t, bytes = rec.type, rec.bytes
   if bytes ~= nil then
     if type(bytes) ~= "string" or #bytes < 8 or string.unpack("=I2", bytes, 7) ~= #bytes then
-      error("perfev.perfdata: write: rec.bytes must be one whole record (its size field = its length)", 2)
+      options.raise("perfev.perfdata: write: rec.bytes must be one whole record (its size field = its length)")
     end
     t = t or string.unpack("=I4", bytes, 1)
   elseif t == nil then
-    error("perfev.perfdata: write: the record has no 'type'", 2)
+    options.raise("perfev.perfdata: write: the record has no 'type'")
   elseif SKIP[t] then
     count(self.st.skipped, t)
     return true
@@ -475,11 +474,11 @@ function W:write(rec)
     return ok, msg, errno
   elseif usrec.is_user(rec) then
     local ok, b = pcall(usrec.encode, rec)
-    if not ok then error(b, 2) end
+    if not ok then options.raise(options.strip(b)) end
     bytes = b
   else
     local ok, b = pcall(encode, rec, attr_for(self, rec))
-    if not ok then error(b, 2) end
+    if not ok then options.raise(options.strip(b)) end
     bytes = b
   end
   if (t == "mmap" or t == "mmap2") and self.build_ids then
@@ -517,6 +516,7 @@ end
 -- w:stats() -> { records, samples, bytes, rounds, types = { [type] = n },
 -- skipped = { [type] = n }, unordered, first_time, last_time }
 function W:stats()
+  options.self(self, W, "perfev.perfdata.writer", "stats")
   local st = self.st
   st.first_time, st.last_time = self.first_time, self.last_time
   return st
@@ -534,6 +534,7 @@ end
 -- sections after the data, then the header again with the data size and
 -- the feature bits. Also __close and __gc.
 function W:close()
+  options.self(self, W, "perfev.perfdata.writer", "close")
   if self.closed then
     if self.err then return ioerr(self) end
     return self:stats()

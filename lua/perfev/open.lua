@@ -1,0 +1,146 @@
+-- The one open path: perfev.open, perfev.group, perfev.sampler and
+-- perfev.record all open their events here.
+--
+--   spec (name | table | attr) -> attr          perfev.spec
+--   attr -> event, with perf's fallbacks        M.event
+--   perfev.open(spec, opts)                     M.open
+--
+-- The kernel-size handshake (E2BIG: a kernel older than the attr perfev
+-- builds) is the C core's, inside core.open. The fallbacks here are
+-- perf's, tried in turn while the kernel refuses:
+--   exclude_guest  EINVAL with exclude_guest/exclude_host set (a PMU such
+--                  as msr refuses the bit perf's grammar sets by default):
+--                  both cleared
+--   read_lost      EINVAL with read_format LOST (kernels before 6.0):
+--                  LOST cleared
+--   exclude_kernel EACCES/EPERM on an event named by the user (not an
+--                  attr given as is): user space only, as perf does at
+--                  perf_event_paranoid 2
+--   precise_ip     modifier P: precise_ip 3, 2, 1, 0 until one opens
+-- Each fallback taken is recorded on the event, ev:data().fallback (the
+-- names, comma-separated), and stays in the attr: a caller opening the
+-- same attr again (the sampler, CPU after CPU) starts from it.
+local core = require "perfev.core"
+local spec = require "perfev.spec"
+local tool = require "perfev.tool"
+local options = require "perfev.options"
+local bits = require "perfev.bits"
+
+local M = {}
+
+local E, FORMAT = core.ERRNO, core.FORMAT
+
+local FALLBACKS = {
+  { name = "exclude_guest",
+    when = function(a, errno) return errno == E.EINVAL and (a.exclude_guest ~= 0 or a.exclude_host ~= 0) end,
+    apply = function(a) a.exclude_guest, a.exclude_host = false, false end },
+  { name = "read_lost",
+    when = function(a, errno) return errno == E.EINVAL and bits.has(a.read_format, FORMAT.LOST) end,
+    apply = function(a) a.read_format = bits.clear(a.read_format, FORMAT.LOST) end },
+  { name = "exclude_kernel",
+    when = function(a, errno, how)
+      return (errno == E.EACCES or errno == E.EPERM) and how.user_fallback and a.exclude_kernel == 0
+    end,
+    apply = function(a) a.exclude_kernel, a.exclude_hv = true, true end },
+}
+
+local function note(how, name)
+  how.taken = how.taken or {}
+  for _, n in ipairs(how.taken) do
+    if n == name then return end
+  end
+  how.taken[#how.taken + 1] = name
+end
+
+-- event(a, how) -> event | nil, message, errno. a: the attr (changed by
+-- the fallbacks taken); how: pid (0), cpu (-1), group (the leader event),
+-- flags, name (set on the event), user_fallback (the exclude_kernel
+-- fallback is allowed), precise_max (modifier P). how.taken accumulates
+-- the fallbacks taken, for the next open of the same attr.
+function M.event(a, how)
+  local pid, cpu = how.pid or 0, how.cpu or -1
+  local first_msg, first_errno, stepped
+  local tried = {}
+  while true do
+    local ev, msg, errno = options.call(core.open, a, pid, cpu, how.group, how.flags)
+    if ev then
+      local data = ev:data()
+      data.name = how.name
+      if how.taken then data.fallback = table.concat(how.taken, ",") end
+      return ev
+    end
+    first_msg, first_errno = first_msg or msg, first_errno or errno
+    local fb
+    for _, f in ipairs(FALLBACKS) do
+      if not tried[f.name] and f.when(a, errno, how) then
+        fb = f
+        break
+      end
+    end
+    if fb then
+      tried[fb.name] = true
+      fb.apply(a)
+      note(how, fb.name)
+    elseif how.precise_max and a.precise_ip > 0 then
+      a.precise_ip = a.precise_ip - 1
+      stepped = true
+      note(how, "precise_ip")
+    else
+      if stepped then msg = msg .. " (precise_ip 3 down to 0 tried, for modifier P)" end
+      -- the first refusal says what the user asked for; a precise step's
+      -- last one says why the lowest level failed too
+      if stepped then return nil, msg, errno end
+      return nil, first_msg, first_errno
+    end
+  end
+end
+
+-- The attr perfev.open uses for a spec: events open disabled (members of a
+-- group enabled, so that enabling their leader starts them: the kernel does
+-- not reliably start a disabled member with its leader) and read their
+-- enabled/running times, unless the spec says otherwise. An attr is used
+-- as given.
+local function open_attr(s, in_group)
+  local a, name, t = spec.attr(s, "perfev.open")
+  if type(s) ~= "userdata" then
+    t = t or {}
+    if t.disabled == nil then a.disabled = not in_group end
+    if t.read_format == nil then
+      a.read_format = bits.set(bits.set(a.read_format, FORMAT.TOTAL_TIME_ENABLED), FORMAT.TOTAL_TIME_RUNNING)
+    end
+  end
+  return a, name, t
+end
+
+local OPTIONS = { pid = "integer|string", cpu = "integer", group = "event|table", flags = "table|integer",
+                  name = "string" }
+
+-- leader(g) -> the event that leads g: an event, or a group's leader
+function M.leader(g, fname)
+  if g == nil or options.is_event(g) then return g end
+  local group = require "perfev.group"
+  if group.is_group(g) then
+    local lead = g:leader()
+    if not options.is_event(lead) then
+      options.raisef("%s: option 'group': the group has no kernel event to lead another", fname)
+    end
+    return lead
+  end
+  options.raisef("%s: option 'group' must be an event or a group, got %s", fname, options.describe(g))
+end
+
+-- perfev.open(spec, opts) -> event | nil, message, errno
+-- opts: pid (0), cpu (-1), group (event or group), flags, name.
+function M.open(s, opts)
+  opts = options.check(opts, OPTIONS, "perfev.open")
+  -- perf's tool events (duration_time, ...) are measured Lua-side
+  local t = spec.tool(s)
+  if t then return tool.new(t, { pid = opts.pid, name = opts.name }) end
+  local leader = M.leader(opts.group, "perfev.open")
+  local a, name, st = open_attr(s, leader ~= nil)
+  return M.event(a, { pid = opts.pid, cpu = opts.cpu, group = leader, flags = opts.flags,
+                      name = opts.name or name, user_fallback = type(s) == "string",
+                      precise_max = st and st.precise_max })
+end
+
+return M

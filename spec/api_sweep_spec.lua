@@ -1,0 +1,184 @@
+-- Wrong arguments to every public Lua-written function and method: each
+-- raises an error that names what is wrong, at the caller's line (this
+-- file), never a raw Lua error ("attempt to index ...") from inside the
+-- library. (issue 9: "a sweep of wrong arguments ... got 1,428 raw Lua
+-- errors")
+local perfev = require "perfev"
+local pd = require "perfev.perfdata"
+local perfmap = require "perfev.perfmap"
+local u = require "spec.support.util"
+
+local HERE = "spec/api_sweep_spec.lua"
+local RAW = { "attempt to index", "attempt to call", "attempt to perform", "attempt to compare",
+              "attempt to concatenate", "attempt to get length", "bad argument #%-1", "to '%?'" }
+
+-- Values a caller may pass by mistake.
+local BAD = { true, false, 42, 1.5, -1, "x", "", function() end, {}, { bogus = 1 }, { 1, 2 },
+              io.stdout, setmetatable({}, { __tostring = function() return "odd" end }) }
+
+local function name_of(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v):gsub("0x%x+", "")
+end
+
+-- check(what, ok, err): a raise must be clean and located here.
+local function check(what, ok, err, results)
+  if ok then
+    -- accepted (a wrong value may still be a valid one): release what it made
+    for _, r in ipairs(results or {}) do
+      if type(r) == "table" or type(r) == "userdata" then
+        local close = (getmetatable(r) or {}).__close
+        if close then pcall(close, r) end
+      end
+    end
+    return
+  end
+  assert.is_string(err, what)
+  for _, p in ipairs(RAW) do
+    assert.is_nil(err:find(p), what .. ": raw error: " .. err)
+  end
+  assert.equal(HERE, err:match("^([^:]+):%d+: "), what .. ": not raised at the caller's line: " .. err)
+end
+
+-- Values that are valid and wait for something: not swept.
+local WAITS = { ["sampler:poll"] = { [-1] = true }, ["sampler:wait"] = true,
+                ["perfev.perfdata.open"] = { [io.stdout] = true } }
+
+local function sweep(label, f, before)
+  before = before or {}
+  local skip = WAITS[label] or {}
+  if skip == true then return end
+  for _, v in ipairs(BAD) do
+    if skip[v] then goto continue end
+    local args = {}
+    for i, b in ipairs(before) do args[i] = b end
+    args[#args + 1] = v
+    local res = table.pack(pcall(f, table.unpack(args, 1, #args)))
+    local what = ("%s(%s)"):format(label, name_of(v))
+    check(what, res[1], res[2], { table.unpack(res, 2, res.n) })
+    ::continue::
+  end
+end
+
+describe("wrong arguments to the Lua layer", function()
+  it("perfev.attr, parse, parse_list, open, group, uprobe, kprobe", function()
+    for _, name in ipairs { "attr", "parse", "parse_list", "open", "group", "uprobe", "kprobe" } do
+      sweep("perfev." .. name, perfev[name])
+    end
+    -- a good first argument, then wrong options
+    sweep("perfev.open('task-clock', ...)", perfev.open, { "task-clock" })
+    sweep("perfev.group({'task-clock'}, ...)", perfev.group, { { "task-clock" } })
+    sweep("perfev.parse('cs', ...)", perfev.parse, { "cs" })
+    sweep("perfev.uprobe{...}", perfev.uprobe, { { path = "/bin/sh", func = "main" } })
+  end)
+
+  it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()
+    sweep("perfev.sampler", function(o)
+      if type(o) == "table" and next(o) == nil then o = { cpus = { 0 }, pages = 1 } end
+      return perfev.sampler(o)
+    end)
+    sweep("perfev.record", perfev.record)
+    sweep("perfev.list('sw', ...)", perfev.list, { "sw" })
+    sweep("perfev.perfmap.open", function(pid) return perfmap.open(pid, { path = os.tmpname() }) end)
+    sweep("perfev.perfmap.open(nil, ...)", perfmap.open, { nil })
+    sweep("perfev.perfdata.open", function(src)
+      if type(src) == "string" then src = "spec/fixtures/perfdata/small.data" end
+      return pd.open(src)
+    end)
+    sweep("perfev.perfdata.open(small.data, ...)", pd.open, { "spec/fixtures/perfdata/small.data" })
+  end)
+
+  -- Objects with Lua-written methods: each method with a wrong self (called
+  -- with '.'), with wrong arguments, and once the object is closed.
+  local function methods(label, make, names)
+    local obj = assert(make())
+    for _, m in ipairs(names) do
+      sweep(label .. "." .. m, obj[m])
+      sweep(label .. ":" .. m, obj[m], { obj })
+    end
+    obj = assert(make())
+    obj:close()
+    for _, m in ipairs(names) do
+      local res = table.pack(pcall(obj[m], obj))
+      check(label .. ":" .. m .. " (closed)", res[1], res[2], {})
+    end
+  end
+
+  it("groups, with and without tool events", function()
+    local names = { "read", "enable", "disable", "reset", "measure", "event", "events", "members",
+                    "names", "leader", "closed", "close" }
+    methods("group", function() return perfev.group { "task-clock", "page-faults" } end, names)
+    methods("group+tool", function() return perfev.group { "task-clock", "duration_time" } end, names)
+  end)
+
+  it("events' measure and tool events", function()
+    methods("event", function() return perfev.open("task-clock") end, { "measure" })
+    methods("tool", function() return perfev.open("duration_time") end,
+            { "read", "read_raw", "enable", "disable", "reset", "measure", "name", "closed", "close" })
+  end)
+
+  it("sampler sessions", function()
+    methods("sampler", function() return perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 } end,
+            { "enable", "disable", "records", "poll", "lost", "read", "resolve", "pids", "wait",
+              "closed", "close" })
+  end)
+
+  it("perf.data files, writers and perf maps", function()
+    methods("perfdata.file", function() return pd.open("spec/fixtures/perfdata/small.data") end,
+            { "records", "attrs", "features", "header", "close" })
+    local tmp = os.tmpname()
+    methods("perfdata.writer", function()
+      local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+      local w = pd.create(tmp, f)
+      f:close()
+      return w
+    end, { "write", "round", "stats", "close" })
+    os.remove(tmp)
+    methods("perfmap", function() return perfmap.open(nil, { path = tmp }) end,
+            { "add", "intern", "range", "mmap_record", "flush", "close" })
+    os.remove(tmp)
+  end)
+
+  it("names the field, the option, the event and what is closest", function()
+    local cases = {
+      { function() return perfev.attr { sample_perod = 1 } end,
+        "perfev.attr: unknown field 'sample_perod' (did you mean 'sample_period'?)" },
+      { function() return perfev.attr { type = "software", config = "cpu-clok" } end,
+        "perfev.attr: unknown event name 'cpu-clok' (did you mean 'cpu-clock'?)" },
+      { function() return perfev.open("task-clok") end,
+        "perfev.parse: unknown event 'task-clok' (did you mean 'task-clock'?)" },
+      { function() return perfev.open("cs", { gruop = 1 }) end,
+        "perfev.open: unknown option 'gruop' (did you mean 'group'?)" },
+      { function() return perfev.open("cs", "pid=0") end,
+        "perfev.open: options must be a table, got string 'pid=0'" },
+      { function() return perfev.open("cs", { pid = "x" }) end,
+        "perfev.open: pid is a path but the pid_cgroup flag is not set" },
+      { function() return perfev.sampler { perod = 1 } end,
+        "perfev.sampler: unknown option 'perod' (did you mean 'period'?)" },
+      { function() return perfev.open("task-clock"):measure(42) end,
+        "perfev: measure: expects a function to call, got integer 42" },
+      { function() return perfmap.open(math.maxinteger) end,
+        "perfev.perfmap.open: pid must be a process id" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(c[1])
+      assert.is_false(ok, c[2])
+      assert.matches("^" .. HERE:gsub("%p", "%%%0") .. ":%d+: ", err)
+      assert.matches(c[2], err, 1, true)
+    end
+  end)
+
+  it("sampler:poll and ring:poll share one rule for timeouts", function()
+    local s = assert(perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 })
+    local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
+    local ring = assert(ev:mmap(1))
+    for _, ms in ipairs { math.maxinteger, 2 ^ 31, -2 } do
+      assert.is_false((pcall(s.poll, s, ms)), "sampler " .. tostring(ms))
+      assert.is_false((pcall(ring.poll, ring, ms)), "ring " .. tostring(ms))
+    end
+    assert.same({ pcall(ring.poll, ring, 0) }, { true, false, false })
+    assert.is_true((pcall(s.poll, s, 0)))
+    ring:close(); ev:close(); s:close()
+    assert.is_true(u.fd_count() > 0)
+  end)
+end)
