@@ -168,6 +168,14 @@ describe("wrong arguments to the Lua layer", function()
     end
   end)
 
+  it("perfev.list scans a filter once, not once per row (a 1 MiB filter)", function()
+    local big = ("x"):rep(1024 * 1024)
+    assert.equal(0, #perfev.list(big, { probe = false }))
+    local stars = ("*"):rep(1024 * 1024) .. "task-clock"
+    local rows = perfev.list(stars, { probe = false })
+    assert.equal("task-clock", rows[1] and rows[1].name)
+  end)
+
   it("sampler:poll and ring:poll share one rule for timeouts", function()
     local s = assert(perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 })
     local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })

@@ -109,7 +109,7 @@ function Map:mmap_record(opts)
   if not self.lo then options.raise("perfev.perfmap: mmap_record: the map has no lines yet") end
   local r = { type = "mmap2", misc = core.MISC.USER, pid = self.pid, tid = self.pid, addr = self.lo,
               len = self.hi - self.lo, pgoff = 0, maj = 0, min = 0, ino = 0, ino_generation = 0,
-              prot = PROT_READ | PROT_EXEC, flags = MAP_PRIVATE | MAP_ANONYMOUS,
+              prot = PROT_READ + PROT_EXEC, flags = MAP_PRIVATE + MAP_ANONYMOUS,   -- disjoint bits
               filename = "//anon", time = 0 }
   for k, v in pairs(opts or {}) do r[k] = v end
   return r
