@@ -141,13 +141,19 @@ describe("perfev", function()
         local a = ev:attr()
         local n = ev:measure(function() local x = 0 for i = 1, 1e5 do x = x + i end end)
         print(ev:data().fallback, a.exclude_kernel, a.exclude_hv, n > 0)
+        -- a group takes the same path (issue 9: groups had no permission fallback)
+        local g, gmsg = perfev.group { "task-clock", "page-faults", "duration_time" }
+        if not g then print("nil\t" .. gmsg) return end
+        local r = g:measure(function() local x = 0 for i = 1, 1e5 do x = x + i end end)
+        print(g:event(1):data().fallback, g:event(2):data().fallback, g:event(2):attr().exclude_kernel,
+              r["task-clock"] > 0)
       ]])
     else
       why = "kernel.perf_event_paranoid is " .. tostring(paranoid) .. ", below 2"
     end
     if out then
       it("falls back to user-space counting when kernel counting is refused", function()
-        assert.equal("exclude_kernel\t1\t1\ttrue\n", out)
+        assert.equal("exclude_kernel\t1\t1\ttrue\nexclude_kernel\texclude_kernel\t1\ttrue\n", out)
       end)
     else
       pending("the exclude_kernel fallback as an unprivileged user: " .. why)

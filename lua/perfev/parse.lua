@@ -79,7 +79,7 @@ M.TERMS = T.TERMS
 ---------------------------------------------------------------------------
 -- events
 
--- finish(ev, base name, modstring...) -> the event with its name
+-- named(ev, name) -> ev, named name unless a name= term already named it
 local function named(ev, name)
   if ev.name == nil then ev.name = name end
   return ev
