@@ -76,11 +76,14 @@ end
 -- kinds of values
 
 -- is_integer(v): an integer, or a float with an integer value (LuaJIT has
--- no integer subtype; Lua 5.3+ converts such floats where one is needed)
+-- no integer subtype; Lua 5.3+ converts such floats where one is needed),
+-- or on LuaJIT a 64-bit integer cdata (how values above 2^53 come back)
 local mtype = math.type
 function M.is_integer(v)
   if mtype and mtype(v) == "integer" then return true end
-  return type(v) == "number" and v == math.floor(v) and v - 1 ~= v
+  local t = type(v)
+  if t == "cdata" then return true end
+  return t == "number" and v == math.floor(v) and v - 1 ~= v
 end
 local is_integer = M.is_integer
 
