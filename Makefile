@@ -29,7 +29,9 @@ BUSTED_FLAGS ?=
 DEPS_FLAGS ?=
 
 # Flags every C file of the project is compiled with; CFLAGS adds to them.
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -Icsrc
+# Symbols are hidden: the module exports luaopen_perfev_core alone
+# (PERFEV_EXPORT in csrc/perfev.h), which `make lint` checks.
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Icsrc
 
 # Sanitizer build (make check): gcc, whose runtimes are preloaded below.
 ASAN_CC     ?= gcc
@@ -130,16 +132,18 @@ $(FLAGS_STAMP): FORCE | $(NEED_DEPS)
 FORCE:
 
 # ---- helpers for specs and benchmarks (C modules outside the library) ----
+# Their symbols keep the default visibility: Lua must find their luaopen_*.
+HELPER_CFLAGS := $(BASE_CFLAGS) -fvisibility=default
 spec-helpers: $(SPEC_HELPERS)
 bench-helpers: $(BENCH_HELPERS)
 
 build/spec/%.so: spec/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
 
 build/bench/%.so: bench/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
 
 -include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(SPEC_HELPERS:.so=.d) $(BENCH_HELPERS:.so=.d)
 
@@ -168,10 +172,13 @@ lint-lua: | deps
 	luacheck $(wildcard lua spec examples bench tools fuzz)
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
-# checks that core.so links nothing but libc (never liblua).
+# checks that core.so links nothing but libc (never liblua) and exports
+# nothing but luaopen_* (every other symbol is hidden).
 lint-c: all spec-helpers bench-helpers cppcheck
 	@bad=$$(readelf -d $(CORE) | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^libc\.so\.' || true); \
 	if [ -n "$$bad" ]; then echo "lint: $(CORE) must link nothing but libc, it needs: $$bad" >&2; exit 1; fi
+	@bad=$$(nm -D --defined-only $(CORE) | awk '{ print $$3 }' | grep -v '^luaopen_' || true); \
+	if [ -n "$$bad" ]; then echo "lint: $(CORE) must export luaopen_* alone, it exports:" $$bad >&2; exit 1; fi
 
 cppcheck: | $(NEED_DEPS)
 	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \

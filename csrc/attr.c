@@ -117,9 +117,10 @@ static const struct perfev_field *field_check(lua_State *L, int idx)
   const struct perfev_field *f = perfev_field_find(name);
   if (!f) {
     const char *near = nearest_field(name);
+    char clip[PERFEV_CLIP];
     if (near)
       luaL_error(L, "perfev.attr: unknown field '%s' (did you mean '%s'?)", name, near);
-    luaL_error(L, "perfev.attr: unknown field '%s'", name);
+    luaL_error(L, "perfev.attr: unknown field '%s'", perfev_clip(name, clip));
   }
   return f;
 }
@@ -131,8 +132,10 @@ static uint64_t name_value(lua_State *L, const struct perfev_field *f, const cha
   uint64_t v;
   const struct perfev_const_table *t =
     perfev_consts_get(f->names == PERFEV_NAMES_REGS ? "REG" : f->consts);
-  if (n == 0 || n >= sizeof buf)
-    luaL_error(L, "perfev.attr: field '%s': bad name '%s'", f->name, s);
+  if (n == 0 || n >= sizeof buf) {
+    char clip[PERFEV_CLIP];
+    luaL_error(L, "perfev.attr: field '%s': bad name '%s'", f->name, perfev_clip(s, clip));
+  }
   memcpy(buf, s, n);
   buf[n] = '\0';
   if (!t || !perfev_const_lookup(t, buf, &v)) {
@@ -498,11 +501,7 @@ int perfev_attr_open_lib(lua_State *L)
     { "table", l_attr_table }, { "clone", l_attr_clone }, { "bytes", l_attr_bytes },
     { NULL, NULL }
   };
-  luaL_newmetatable(L, PERFEV_ATTR_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__methods");
-  lua_pop(L, 1);
+  perfev_class_register(L, PERFEV_ATTR_MT, meta, methods);
   lua_pushcfunction(L, l_attr);
   lua_setfield(L, -2, "attr");
   lua_pushcfunction(L, l_attr_fields);

@@ -15,11 +15,13 @@ static clockid_t clock_arg(lua_State *L, int idx)
   if (lua_isnoneornil(L, idx))
     return CLOCK_MONOTONIC;
   if (lua_type(L, idx) == LUA_TNUMBER)
-    return (clockid_t)luaL_checkinteger(L, idx);
-  if (!perfev_const_lookup(perfev_consts_get("CLOCK"), luaL_checkstring(L, idx), &v))
+    return (clockid_t)perfev_int_arg(L, idx, 0, "perfev.clock_ns", "clock id");
+  if (!perfev_const_lookup(perfev_consts_get("CLOCK"), luaL_checkstring(L, idx), &v)) {
+    char clip[PERFEV_CLIP];
     luaL_argerror(L, idx, lua_pushfstring(L, "unknown clock '%s' (a name of perfev.CLOCK, "
                                              "e.g. 'monotonic', 'monotonic_raw', 'boottime')",
-                                          lua_tostring(L, idx)));
+                                          perfev_clip(lua_tostring(L, idx), clip)));
+  }
   return (clockid_t)v;
 }
 

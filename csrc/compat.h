@@ -1,6 +1,6 @@
 /* Lua version compatibility: perfev is written against the Lua 5.4 API and
- * these rename-style shims let the same sources build for 5.3, 5.2, 5.1
- * and LuaJIT (whose headers already declare several 5.2 functions). */
+ * these rename-style shims let the same sources build for 5.3 and LuaJIT
+ * 2.1 (whose headers already declare several 5.2 functions). */
 #ifndef PERFEV_COMPAT_H
 #define PERFEV_COMPAT_H
 
@@ -17,7 +17,7 @@
 #    define luaL_newlib(L, l) (luaL_newlibtable((L), (l)), luaL_setfuncs((L), (l), 0))
 #  endif
 /* LuaJIT 2.1 declares luaL_setfuncs, luaL_testudata and luaL_setmetatable;
- * plain 5.1 gets them from perfev_compat51.c when that port lands. */
+ * plain Lua 5.1 lacks them and is not supported. */
 #  define lua_getuservalue(L, i) lua_getfenv((L), (i))
 #  define lua_setuservalue(L, i) lua_setfenv((L), (i))
 #endif

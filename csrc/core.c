@@ -10,14 +10,14 @@ static int l_scale(lua_State *L)
   return 1;
 }
 
-int luaopen_perfev_core(lua_State *L);
+PERFEV_EXPORT int luaopen_perfev_core(lua_State *L);
 
 int luaopen_perfev_core(lua_State *L)
 {
   static int (*const parts[])(lua_State *) = {
     perfev_attr_open_lib, perfev_event_open_lib, perfev_group_open_lib, perfev_prctl_open_lib,
-    perfev_record_open_lib, perfev_ring_open_lib,
-    perfev_ring_aux_open_lib, perfev_selfread_open_lib,
+    perfev_decode_open_lib, perfev_ring_open_lib,
+    perfev_ring_aux_open_lib, perfev_ring_read_open_lib,
     perfev_attr_bytes_open_lib, perfev_perfdata_open_lib, perfev_encode_open_lib,
     perfev_clock_open_lib,
   };

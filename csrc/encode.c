@@ -1,5 +1,5 @@
 /* core.encode(record or records, attr | event | { [id] = attr, ... }
- * [, { swap = b }]) -> bytes: the inverse of the record decoder (record.c). The header, misc,
+ * [, { swap = b }]) -> bytes: the inverse of the record decoder (decode.c). The header, misc,
  * the record's size and padding, the sample_id trailer and the choice of
  * attr are here; the fields are written by encode_fields.c walking the same
  * layout tables the decoder walks.
@@ -343,19 +343,9 @@ static void encode_one(struct perfev_enc *e, const struct perfev_layout *ls, siz
 /* The options table at idx: { swap = b }, or nil. */
 static int option_swap(lua_State *L, int idx)
 {
-  int swap = 0;
-  if (lua_isnil(L, idx))
-    return 0;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (!k || strcmp(k, "swap") != 0)
-      luaL_error(L, "perfev.encode: unknown option '%s' (swap)", k ? k : luaL_typename(L, -2));
-    if (!lua_isboolean(L, -1))
-      luaL_error(L, "perfev.encode: option 'swap' must be a boolean, got %s", luaL_typename(L, -1));
-    swap = lua_toboolean(L, -1);
-  }
-  return swap;
+  static const struct perfev_opt opts[] = { { "swap", LUA_TBOOLEAN }, { NULL, 0 } };
+  perfev_check_options(L, idx, "perfev.encode", opts);
+  return perfev_opt_bool(L, idx, "swap", 0);
 }
 
 /* core.encode(record or { record, ... }, attrs[, { swap = b }]) */

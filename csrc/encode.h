@@ -1,12 +1,9 @@
 /* The record encoder (encode.c: records and their headers; encode_fields.c:
- * one encode op per decode op of record.c), shared between its two files. */
+ * one encode op per decode op of decode.c), shared between its two files. */
 #ifndef PERFEV_ENCODE_H
 #define PERFEV_ENCODE_H
 
-#include "record.h"
-
-/* header.size is 16 bits: no record is longer. */
-#define PERFEV_RECORD_MAX 0xffffu
+#include "decode.h"
 
 /* Why a field is needed, for the message when it is missing: set on the
  * hot path as a few pointers, formatted only for an error. One of text;

@@ -1,5 +1,5 @@
-/* One encode op for each decode op of record.c, walked over the same rows
- * of record_layout.c. Each op writes exactly the bytes its decode op reads,
+/* One encode op for each decode op of decode.c, walked over the same rows
+ * of layout.c. Each op writes exactly the bytes its decode op reads,
  * so that decode(encode(t)) == t. Where the decoder drops bits (reserved
  * fields, padding), the op writes zeros, as the kernel does. */
 #include <string.h>
@@ -558,7 +558,7 @@ typedef void (*op_fn)(struct perfev_enc *, const struct perfev_rfield *);
 
 static const op_fn ops[OP_COUNT] = { PERFEV_OPS(PERFEV_OP_FN) };
 
-/* The one loop, the twin of record.c's: every row present, in order. */
+/* The one loop, the twin of decode.c's: every row present, in order. */
 void perfev_enc_walk(struct perfev_enc *e, const struct perfev_rfield *rows, size_t n,
                      const char *cond)
 {

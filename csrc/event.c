@@ -69,7 +69,9 @@ static int l_ioctl(lua_State *L)
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? PERF_IOC_FLAG_GROUP : 0);
     break;
   case ARG_INT:
-    r = ioctl(ev->fd, s->req, (int)luaL_checkinteger(L, 2));
+    luaL_checkinteger(L, 2);
+    r = ioctl(ev->fd, s->req, perfev_int_arg(L, 2, 0, lua_pushfstring(L, "ev:%s", s->name),
+                                             "argument"));
     break;
   case ARG_BOOL:
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? 1 : 0);
@@ -218,8 +220,10 @@ static int l_tostring(lua_State *L)
 
 static int l_newindex(lua_State *L)
 {
+  char clip[PERFEV_CLIP];
+  const char *k = lua_tostring(L, 2);
   return luaL_error(L, "perfev.event: cannot set '%s': an event's fields are its methods; "
-                       "keep your own values in ev:data()", lua_tostring(L, 2));
+                       "keep your own values in ev:data()", k ? perfev_clip(k, clip) : "?");
 }
 
 /* ev:data() -> the table where the Lua layer and the user keep per-event values */
@@ -259,22 +263,15 @@ int perfev_event_open_lib(lua_State *L)
     { "read", perfev_read }, { "read_raw", perfev_read_raw }, { "data", l_data },
     { "name", l_name }, { "mmap", perfev_ring_mmap }, { NULL, NULL }
   };
-  luaL_newmetatable(L, PERFEV_EVENT_MT);
-  lua_pushvalue(L, -1);
-  luaL_setfuncs(L, meta, 1);
-  luaL_newlibtable(L, methods);
-  lua_pushvalue(L, -2);
-  luaL_setfuncs(L, methods, 1);
+  perfev_class_register(L, PERFEV_EVENT_MT, meta, methods);
+  perfev_class_methods(L, PERFEV_EVENT_MT);
   for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++) {
-    lua_pushvalue(L, -2);
+    luaL_getmetatable(L, PERFEV_EVENT_MT);   /* upvalue 1, as every method has */
     lua_pushlightuserdata(L, (void *)&ioctls[i]);
     lua_pushcclosure(L, l_ioctl, 2);
     lua_setfield(L, -2, ioctls[i].name);
   }
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__index");
-  lua_setfield(L, -3, "event_methods");   /* core.event_methods: the Lua layer adds to it */
-  lua_pop(L, 1);
+  lua_setfield(L, -2, "event_methods");   /* core.event_methods: the Lua layer adds to it */
   lua_pushcfunction(L, perfev_open);
   lua_setfield(L, -2, "open");
   return 0;

@@ -191,9 +191,11 @@ static unsigned long flags_arg(lua_State *L, int idx)
   for (lua_Integer i = 1; lua_rawgeti(L, idx, i) != LUA_TNIL; i++) {
     uint64_t v = 0;   /* luaL_error does not return, but clang cannot know it */
     const char *name = lua_tostring(L, -1);
-    if (!name || !perfev_const_lookup(t, name, &v))
+    if (!name || !perfev_const_lookup(t, name, &v)) {
+      char clip[PERFEV_CLIP];
       luaL_error(L, "perfev.open: unknown flag '%s' (fd_no_group, fd_output, pid_cgroup)",
-                 name ? name : luaL_typename(L, -1));
+                 name ? perfev_clip(name, clip) : luaL_typename(L, -1));
+    }
     flags |= (unsigned long)v;
     lua_pop(L, 1);
   }
@@ -207,7 +209,7 @@ static int pid_arg(lua_State *L, int idx, unsigned long flags, int *cgroup_fd)
   const char *path;
   *cgroup_fd = -1;
   if (lua_type(L, idx) != LUA_TSTRING)
-    return (int)luaL_optinteger(L, idx, 0);
+    return perfev_int_arg(L, idx, 0, "perfev.open", "pid");
   if (!(flags & PERF_FLAG_PID_CGROUP))
     luaL_error(L, "perfev.open: pid is a path but the pid_cgroup flag is not set");
   path = lua_tostring(L, idx);
@@ -220,7 +222,7 @@ static int group_arg(lua_State *L, int idx)
   if (lua_isnoneornil(L, idx))
     return -1;
   if (lua_type(L, idx) == LUA_TNUMBER)
-    return (int)lua_tointeger(L, idx);
+    return perfev_int_arg(L, idx, -1, "perfev.open", "group fd");
   return perfev_event_check(L, idx)->fd;
 }
 
@@ -252,7 +254,7 @@ int perfev_open(lua_State *L)
                       PERFEV_ATTR_SIZE);
   check_size_covers(L, a, usize);
   c.attr = a;
-  c.cpu = (int)luaL_optinteger(L, 3, -1);
+  c.cpu = perfev_int_arg(L, 3, -1, "perfev.open", "cpu");
   c.group = group_arg(L, 4);
   c.pid = pid_arg(L, 2, flags, &cgroup_fd);
   if (lua_type(L, 2) == LUA_TSTRING && cgroup_fd < 0)
@@ -275,10 +277,3 @@ int perfev_open(lua_State *L)
   return perfev_event_push(L, fd, a);
 }
 
-int perfev_push_errno(lua_State *L, int err, const char *what)
-{
-  lua_pushnil(L);
-  lua_pushfstring(L, "%s: %s", what, strerror(err));
-  lua_pushinteger(L, err);
-  return 3;
-}

@@ -57,14 +57,6 @@ static void release(struct pd_reader *r)
 
 /* ---- the decoder over the attrs list ---- */
 
-static int popcount(uint64_t v)
-{
-  int n = 0;
-  for (; v; v &= v - 1)
-    n++;
-  return n;
-}
-
 /* Where the time is, for ordering without decoding. */
 static void time_offsets(struct pd_lx *x, const struct perfev_layout *l)
 {
@@ -72,9 +64,9 @@ static void time_offsets(struct pd_lx *x, const struct perfev_layout *l)
   x->time_sample = x->time_trailer = -1;
   if (!(st & PERF_SAMPLE_TIME))
     return;
-  x->time_sample = 8 * popcount(st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID));
+  x->time_sample = 8 * __builtin_popcountll(st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID));
   if (l->sample_id_all)   /* sample_id: tid, time, id, stream_id, cpu, identifier */
-    x->time_trailer = 8 * (1 + popcount(st & (PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID |
+    x->time_trailer = 8 * (1 + __builtin_popcountll(st & (PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID |
                                               PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)));
 }
 
@@ -176,27 +168,9 @@ static struct perfev_decoder *decoder(lua_State *L, int ridx, struct pd_reader *
 /* The layout of a record, as the decoder will pick it; -1: none fits. */
 static int layout_of(const struct pd_reader *r, const unsigned char *rec, size_t len, uint32_t type)
 {
-  const struct perfev_decoder *d = r->d;
-  const struct perfev_rtype *rt;
+  size_t li;
   uint64_t id;
-  if (d->n == 1)
-    return 0;
-  if (type == PERF_RECORD_SAMPLE) {
-    if (d->id_pos < 0 || len < 8 * (size_t)(d->id_pos + 2))
-      return d->id_pos < 0 ? 0 : -1;
-    id = pd_u64(rec + 8 * (size_t)(d->id_pos + 1), r->swap);
-  } else {
-    rt = perfev_rtype_find(type);
-    if (d->is_pos < 0 || !rt || !rt->trailer)
-      return 0;
-    if (len < 8 * (size_t)(d->is_pos + 2))
-      return -1;
-    id = pd_u64(rec + len - 8 * (size_t)(d->is_pos + 1), r->swap);
-  }
-  for (size_t i = 0; i < d->n; i++)
-    if (d->layouts[i].id == id)
-      return (int)i;
-  return -1;
+  return perfev_decoder_pick(r->d, rec, len, type, &li, &id) == PERFEV_PICK_OK ? (int)li : -1;
 }
 
 static uint64_t time_of(const struct pd_reader *r, const unsigned char *rec, size_t len,
@@ -211,12 +185,12 @@ static uint64_t time_of(const struct pd_reader *r, const unsigned char *rec, siz
   if (type == PERF_RECORD_SAMPLE) {
     if (x->time_sample < 0 || len < 16 + (size_t)x->time_sample)
       return PD_NONE;
-    return pd_u64(rec + 8 + x->time_sample, r->swap);
+    return perfev_ld64(rec + 8 + x->time_sample, r->swap);
   }
   rt = perfev_rtype_find(type);
   if (!rt || !rt->trailer || x->time_trailer < 0 || len < 8 + (size_t)x->time_trailer)
     return PD_NONE;
-  return pd_u64(rec + len - x->time_trailer, r->swap);
+  return perfev_ld64(rec + len - x->time_trailer, r->swap);
 }
 
 /* ---- the iterator ---- */
@@ -251,9 +225,9 @@ static void push_kernel(lua_State *L, struct pd_reader *r, const struct pd_iter 
   if (!d)
     pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
              "attr: a pipe-mode stream must start with its header_attr records", foff,
-             pd_u32(rec, r->swap));
+             perfev_ld32(rec, r->swap));
   li = perfev_decode_one(L, d, rec, len, (size_t)foff);
-  if (pd_u32(rec, r->swap) == PERF_RECORD_SAMPLE && li < r->nlx) {
+  if (perfev_ld32(rec, r->swap) == PERF_RECORD_SAMPLE && li < r->nlx) {
     lua_rawgeti(L, IT_UPV_NAMES, r->lx[li].attr);
     lua_setfield(L, -2, "event");
   }
@@ -383,7 +357,7 @@ static int iter_next(lua_State *L)
       it->done = 1;
       return 0;
     }
-    type = pd_u32(rec, r->swap);
+    type = perfev_ld32(rec, r->swap);
     if (type >= PD_USER_START) {
       int want = wanted(it, type);
       if (type == PD_HEADER_ATTR || type == PD_EVENT_UPDATE || want) {
@@ -421,7 +395,11 @@ static int l_records(lua_State *L)
 {
   struct pd_reader *r = check_reader(L, 1);
   struct pd_iter *it;
+  static const struct perfev_opt opts[] = {
+    { "order", LUA_TSTRING }, { "offsets", LUA_TBOOLEAN }, { "types", LUA_TTABLE }, { NULL, 0 }
+  };
   lua_settop(L, 2);
+  perfev_check_options(L, 2, "perfev.perfdata: records", opts);
   if (r->started) {
     if (!r->seekable)
       return pd_error(L, r, "a stream that cannot seek is read once: call f:records() once");
@@ -437,8 +415,7 @@ static int l_records(lua_State *L)
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "order");
     it->order = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "time") == 0;
-    lua_getfield(L, 2, "offsets");
-    it->offsets = lua_toboolean(L, -1);
+    it->offsets = perfev_opt_bool(L, 2, "offsets", 0);
     lua_getfield(L, 2, "types");
     if (lua_istable(L, -1)) {
       it->filtered = 1;
@@ -451,7 +428,7 @@ static int l_records(lua_State *L)
         lua_pop(L, 1);
       }
     }
-    lua_pop(L, 3);
+    lua_pop(L, 2);
   }
   lua_pushcclosure(L, iter_next, 3);
   return 1;
@@ -486,7 +463,7 @@ static int l_preread(lua_State *L)
       r->start = r->off;
       break;
     }
-    type = pd_u32(rec, r->swap);
+    type = perfev_ld32(rec, r->swap);
     if (type < PD_USER_START) {
       pd_unread(r);
       r->start = foff;
@@ -535,27 +512,24 @@ static int l_close(lua_State *L)
   return 0;
 }
 
-static lua_Integer opt_int(lua_State *L, int t, const char *k, lua_Integer def)
-{
-  lua_Integer v;
-  lua_getfield(L, t, k);
-  v = luaL_optinteger(L, -1, def);
-  lua_pop(L, 1);
-  return v;
-}
-
 /* core.perfdata_reader(file, { name =, start =, size =, swap =, pipe =,
  * seekable =, bufsize =, max_queue = }): size nil reads to the end. */
 static int l_reader(lua_State *L)
 {
+  static const struct perfev_opt opts[] = {
+    { "name", LUA_TSTRING }, { "start", LUA_TNUMBER }, { "size", LUA_TNUMBER },
+    { "swap", LUA_TBOOLEAN }, { "pipe", LUA_TBOOLEAN }, { "seekable", LUA_TBOOLEAN },
+    { "bufsize", LUA_TNUMBER }, { "max_queue", LUA_TNUMBER }, { NULL, 0 }
+  };
   luaL_Stream *s = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
   struct pd_reader *r;
   lua_Integer bufsize, size;
   const char *name;
-  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  perfev_check_options(L, 2, "perfev.perfdata_reader", opts);
   if (s->closef == NULL)
     return luaL_error(L, "perfev.perfdata: the file is closed");
-  bufsize = opt_int(L, 2, "bufsize", (lua_Integer)PD_DEFAULT_BUF);
+  bufsize = perfev_opt_int(L, 2, "bufsize", (lua_Integer)PD_DEFAULT_BUF);
   if (bufsize < (lua_Integer)PD_MIN_BUF)
     bufsize = (lua_Integer)PD_MIN_BUF;
   r = (struct pd_reader *)perfev_newuserdata(L, sizeof *r);
@@ -576,21 +550,17 @@ static int l_reader(lua_State *L)
   r->closed = 0;
   r->cap = (size_t)bufsize;
   r->stream = s;
-  lua_getfield(L, 2, "name");
-  name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "perf.data";
+  name = lua_istable(L, 2) && lua_getfield(L, 2, "name") == LUA_TSTRING ? lua_tostring(L, -1)
+                                                                       : "perf.data";
   snprintf(r->name, sizeof r->name, "%s", name);
-  lua_pop(L, 1);
-  r->start = r->off = (uint64_t)opt_int(L, 2, "start", 0);
-  size = opt_int(L, 2, "size", -1);
+  lua_settop(L, 3);   /* the reader */
+  r->start = r->off = (uint64_t)perfev_opt_int(L, 2, "start", 0);
+  size = perfev_opt_int(L, 2, "size", -1);
   r->end = size < 0 ? UINT64_MAX : r->start + (uint64_t)size;
-  r->q.max_bytes = (size_t)opt_int(L, 2, "max_queue", (lua_Integer)PD_DEFAULT_QUEUE);
-  lua_getfield(L, 2, "swap");
-  r->swap = lua_toboolean(L, -1);
-  lua_getfield(L, 2, "pipe");
-  r->pipe = lua_toboolean(L, -1);
-  lua_getfield(L, 2, "seekable");
-  r->seekable = lua_toboolean(L, -1);
-  lua_pop(L, 3);
+  r->q.max_bytes = (size_t)perfev_opt_int(L, 2, "max_queue", (lua_Integer)PD_DEFAULT_QUEUE);
+  r->swap = perfev_opt_bool(L, 2, "swap", 0);
+  r->pipe = perfev_opt_bool(L, 2, "pipe", 0);
+  r->seekable = perfev_opt_bool(L, 2, "seekable", 0);
   if (r->seekable && fseeko(s->f, (off_t)r->start, SEEK_SET) != 0)
     return pd_error(L, r, "cannot seek to the data at offset %" PRIu64 ": %s", r->start,
                     strerror(errno));
@@ -621,11 +591,7 @@ int perfev_perfdata_open_lib(lua_State *L)
   static const luaL_Reg meta[] = {
     { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
   };
-  luaL_newmetatable(L, PD_READER_MT);
-  luaL_setfuncs(L, meta, 0);
-  luaL_newlib(L, methods);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  perfev_class_register(L, PD_READER_MT, meta, methods);
   lua_pushcfunction(L, l_reader);
   lua_setfield(L, -2, "perfdata_reader");
   pd_push_consts(L);

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "perfev.h"
-#include "record.h"
+#include "decode.h"
+#include "cursor.h"
 
 #define PD_READER_MT "perfev.perfdata.reader"
 
@@ -25,26 +26,6 @@ enum {
   PD_USER_END
 };
 #define PD_USER_START 64
-
-/* A record's integers in the file's byte order. */
-static inline uint16_t pd_u16(const unsigned char *p, int swap)
-{
-  uint16_t v;
-  memcpy(&v, p, 2);
-  return swap ? __builtin_bswap16(v) : v;
-}
-static inline uint32_t pd_u32(const unsigned char *p, int swap)
-{
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return swap ? __builtin_bswap32(v) : v;
-}
-static inline uint64_t pd_u64(const unsigned char *p, int swap)
-{
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return swap ? __builtin_bswap64(v) : v;
-}
 
 /* ---- perfdata_zstd.c: libzstd, loaded when a file needs it ---- */
 struct pd_zstd;

@@ -129,12 +129,12 @@ static void inflate(lua_State *L, struct pd_reader *r, const unsigned char *rec,
       pd_error(L, r, "the record at offset %" PRIu64 " is compressed (perf record -z) and %s",
                recoff, why);
   }
-  if (pd_u32(rec, r->swap) == PD_COMPRESSED2) {
+  if (perfev_ld32(rec, r->swap) == PD_COMPRESSED2) {
     uint64_t data_size;
     if (size < 16)
       pd_error(L, r, "the compressed2 record at offset %" PRIu64 " is shorter than its header",
                recoff);
-    data_size = pd_u64(rec + 8, r->swap);
+    data_size = perfev_ld64(rec + 8, r->swap);
     if (data_size > size - 16)
       pd_error(L, r, "the compressed2 record at offset %" PRIu64 " says %" PRIu64
                " bytes of data but holds %zu", recoff, data_size, size - 16);
@@ -171,10 +171,10 @@ static const unsigned char *next_inflated(lua_State *L, struct pd_reader *r, siz
   if (left < 8)
     return NULL;
   rec = r->zbuf + r->zhead;
-  size = pd_u16(rec + 6, r->swap);
+  size = perfev_ld16(rec + 6, r->swap);
   if (size < 8)
     pd_error(L, r, "a record of size %zu (type %" PRIu32 ") inside the compressed record at "
-             "offset %" PRIu64 " is shorter than its 8-byte header", size, pd_u32(rec, r->swap),
+             "offset %" PRIu64 " is shorter than its 8-byte header", size, perfev_ld32(rec, r->swap),
              r->zoff);
   if (size > left)
     return NULL;   /* it goes on in the next compressed record */
@@ -214,8 +214,8 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
     if (have < 8)
       pd_error(L, r, "the data ends inside the header of a record at offset %" PRIu64
                " (%zu of 8 bytes): the file is truncated", recoff, have);
-    type = pd_u32(r->buf + r->head, r->swap);
-    size = pd_u16(r->buf + r->head + 6, r->swap);
+    type = perfev_ld32(r->buf + r->head, r->swap);
+    size = perfev_ld16(r->buf + r->head + 6, r->swap);
     if (size < 8)
       pd_error(L, r, "the record at offset %" PRIu64 " (type %" PRIu32 ") has size %zu, "
                "less than its 8-byte header", recoff, type, size);
@@ -233,9 +233,9 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
       continue;
     }
     if (type == PD_AUXTRACE && size >= 16)
-      r->skip = pd_u64(rec + 8, r->swap);
+      r->skip = perfev_ld64(rec + 8, r->swap);
     else if (type == PD_TRACING_DATA && size >= 12)
-      r->skip = pd_u32(rec + 8, r->swap);
+      r->skip = perfev_ld32(rec + 8, r->swap);
     return hold(r, rec, size, recoff, 0, len, foff, inflated);
   }
 }

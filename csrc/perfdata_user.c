@@ -1,18 +1,29 @@
 /* perf's own record types (PERF_RECORD_HEADER_ATTR and the others from 64
  * on, tools/lib/perf/include/perf/event.h) decoded into tables the same
- * way record_layout.c describes kernel records: a row per field, one loop,
+ * way layout.c describes kernel records: a row per field, one loop,
  * a function for each kind of field, every read bounds-checked. Names
  * that would hide rec.type or rec.size get a prefix (update_type,
- * round_type, error_type, auxtrace_type, data_size). */
+ * round_type, error_type, auxtrace_type, data_size).
+ *
+ * The rows are the one description of these layouts: core.PERFDATA.LAYOUT
+ * exports them, and the writer (lua/perfev/perfdata/usrec.lua) encodes
+ * by walking them, with a function for each kind of the same name. */
 #include <inttypes.h>
 #include <string.h>
 #include "perfdata.h"
 
-enum {
-  U_U8, U_U32, U_U64, U_I32, U_PAD32, U_CSTR, U_STR, U_BYTES, U_U64S, U_OPT,
-  U_ATTR, U_ID_INDEX, U_THREADS, U_CPUS, U_STAT_CONFIG, U_EVENT_UPDATE, U_BUILD_ID,
-  U_AUXTRACE_ERROR, U_FEATURE
-};
+/* The kinds of field: the op, and its name in core.PERFDATA.LAYOUT. OPT
+ * marks where the fields a newer perf added begin (absent: the record
+ * ends there). */
+#define PD_UOPS(X)                                                                            \
+  X(U8, u8) X(U32, u32) X(U64, u64) X(PAD32, pad32) X(CSTR, cstr) X(BYTES, bytes)           \
+  X(U64S, u64s) X(OPT, opt) X(ATTR, attr) X(ID_INDEX, id_index) X(THREADS, threads)         \
+  X(CPUS, cpus) X(STAT_CONFIG, stat_config) X(EVENT_UPDATE, event_update)                   \
+  X(BUILD_ID, build_id) X(AUXTRACE_ERROR, auxtrace_error) X(FEATURE, feature)
+#define PD_UOP_ENUM(op, name) U_##op,
+#define PD_UOP_NAME(op, name) [U_##op] = #name,
+enum { PD_UOPS(PD_UOP_ENUM) U_COUNT };
+static const char *const uop_names[U_COUNT] = { PD_UOPS(PD_UOP_NAME) };
 
 struct ufield {
   uint8_t op;
@@ -26,41 +37,40 @@ struct utype {
   size_t nfields;
 };
 
-#define F(op, name) { op, 0, name }
+#define F(name, op) { op, 0, name }   /* as layout.c: the name, then how it is read */
 #define UT(name, f) { name, f, sizeof(f) / sizeof((f)[0]) }
-#define NONE { NULL, NULL, 0 }
 
-static const struct ufield attr_f[] = { F(U_ATTR, "attr") };
-static const struct ufield event_type_f[] = { F(U_U64, "event_id"), { U_CSTR, 64, "name" } };
-static const struct ufield tracing_f[] = { F(U_U32, "data_size") };
-static const struct ufield build_id_f[] = { F(U_BUILD_ID, NULL) };
-static const struct ufield id_index_f[] = { F(U_ID_INDEX, "entries") };
+static const struct ufield attr_f[] = { F("attr", U_ATTR) };
+static const struct ufield event_type_f[] = { F("event_id", U_U64), { U_CSTR, 64, "name" } };
+static const struct ufield tracing_f[] = { F("data_size", U_U32) };
+static const struct ufield build_id_f[] = { F(NULL, U_BUILD_ID) };
+static const struct ufield id_index_f[] = { F("entries", U_ID_INDEX) };
 static const struct ufield auxtrace_info_f[] = {
-  F(U_U32, "auxtrace_type"), F(U_PAD32, NULL), F(U_U64S, "priv"),
+  F("auxtrace_type", U_U32), F(NULL, U_PAD32), F("priv", U_U64S),
 };
 static const struct ufield auxtrace_f[] = {
-  F(U_U64, "data_size"), F(U_U64, "data_offset"), F(U_U64, "reference"), F(U_U32, "idx"),
-  F(U_U32, "tid"), F(U_U32, "cpu"),
+  F("data_size", U_U64), F("data_offset", U_U64), F("reference", U_U64), F("idx", U_U32),
+  F("tid", U_U32), F("cpu", U_U32),
 };
-static const struct ufield auxtrace_error_f[] = { F(U_AUXTRACE_ERROR, NULL) };
-static const struct ufield thread_map_f[] = { F(U_THREADS, "threads") };
-static const struct ufield cpu_map_f[] = { F(U_CPUS, "cpus") };
-static const struct ufield stat_config_f[] = { F(U_STAT_CONFIG, "config") };
+static const struct ufield auxtrace_error_f[] = { F(NULL, U_AUXTRACE_ERROR) };
+static const struct ufield thread_map_f[] = { F("threads", U_THREADS) };
+static const struct ufield cpu_map_f[] = { F("cpus", U_CPUS) };
+static const struct ufield stat_config_f[] = { F("config", U_STAT_CONFIG) };
 static const struct ufield stat_f[] = {
-  F(U_U64, "id"), F(U_U32, "cpu"), F(U_U32, "thread"), F(U_U64, "val"), F(U_U64, "ena"),
-  F(U_U64, "run"),
+  F("id", U_U64), F("cpu", U_U32), F("thread", U_U32), F("val", U_U64), F("ena", U_U64),
+  F("run", U_U64),
 };
-static const struct ufield stat_round_f[] = { F(U_U64, "round_type"), F(U_U64, "time") };
-static const struct ufield event_update_f[] = { F(U_EVENT_UPDATE, NULL) };
+static const struct ufield stat_round_f[] = { F("round_type", U_U64), F("time", U_U64) };
+static const struct ufield event_update_f[] = { F(NULL, U_EVENT_UPDATE) };
 /* time_cycles and what follows came with Linux 5.13's perf */
 static const struct ufield time_conv_f[] = {
-  F(U_U64, "time_shift"), F(U_U64, "time_mult"), F(U_U64, "time_zero"), F(U_OPT, NULL),
-  F(U_U64, "time_cycles"), F(U_U64, "time_mask"), F(U_U8, "cap_user_time_zero"),
-  F(U_U8, "cap_user_time_short"),
+  F("time_shift", U_U64), F("time_mult", U_U64), F("time_zero", U_U64), F(NULL, U_OPT),
+  F("time_cycles", U_U64), F("time_mask", U_U64), F("cap_user_time_zero", U_U8),
+  F("cap_user_time_short", U_U8),
 };
-static const struct ufield feature_f[] = { F(U_FEATURE, NULL) };
-static const struct ufield data_f[] = { F(U_BYTES, "data") };
-static const struct ufield empty_f[] = { F(U_OPT, NULL) };
+static const struct ufield feature_f[] = { F(NULL, U_FEATURE) };
+static const struct ufield data_f[] = { F("data", U_BYTES) };
+static const struct ufield empty_f[] = { F(NULL, U_OPT) };
 
 static const struct utype utypes[PD_USER_END - PD_USER_START] = {
   [PD_HEADER_ATTR - 64] = UT("header_attr", attr_f),
@@ -108,48 +118,34 @@ const char *pd_user_name(uint32_t type)
 /* ---- the cursor ---- */
 
 struct ucur {
+  struct perfev_cursor in;   /* first: ucur_fail casts it back */
   lua_State *L;
   const struct pd_reader *r;
-  const unsigned char *rec, *p, *end;
   uint64_t foff;
   const char *tname;
-  int swap;
 };
+
+static void ucur_fail(const struct perfev_cursor *in, const char *msg)
+{
+  const struct ucur *c = (const struct ucur *)(const void *)in;
+  pd_error(c->L, c->r, "the %s record at offset %" PRIu64 ": %s", c->tname, c->foff, msg);
+}
 
 static const unsigned char *take(struct ucur *c, size_t n, const char *what)
 {
-  const unsigned char *q = c->p;
-  if (n > (size_t)(c->end - c->p))
-    pd_error(c->L, c->r, "the %s record at offset %" PRIu64 " is too short for %s (%zu bytes "
-             "at record offset %zu, %zu left)", c->tname, c->foff, what ? what : "padding", n,
-             (size_t)(c->p - c->rec), (size_t)(c->end - c->p));
-  c->p += n;
-  return q;
-}
-
-static uint64_t get64(struct ucur *c, const char *what)
-{
-  return pd_u64(take(c, 8, what), c->swap);
-}
-
-static uint32_t get32(struct ucur *c, const char *what)
-{
-  return pd_u32(take(c, 4, what), c->swap);
+  return perfev_cursor_take(&c->in, n, what);
 }
 
 static size_t left(const struct ucur *c)
 {
-  return (size_t)(c->end - c->p);
+  return perfev_cursor_left(&c->in);
 }
 
-/* A count of items of `each` bytes that must fit in what is left. */
-static uint64_t count_of(struct ucur *c, uint64_t n, size_t each, const char *what)
-{
-  if (n > left(c) / each)
-    pd_error(c->L, c->r, "the %s record at offset %" PRIu64 " says %" PRIu64 " %s, more than "
-             "its %zu bytes hold", c->tname, c->foff, n, what, left(c));
-  return n;
-}
+#define get64(c, what) perfev_cursor_u64(&(c)->in, what)
+#define get32(c, what) perfev_cursor_u32(&(c)->in, what)
+#define get16(c, what) perfev_cursor_u16(&(c)->in, what)
+#define count_of(c, n, each, what) perfev_cursor_fits(&(c)->in, n, each, what)
+#define fail(c, ...) perfev_cursor_fail(&(c)->in, __VA_ARGS__)
 
 static void set_int(lua_State *L, const char *k, uint64_t v)
 {
@@ -173,10 +169,10 @@ static void u_attr(struct ucur *c, const struct ufield *f)
   uint64_t n;
   if (left(c) < 8)
     take(c, 8, "the attr's type and size");
-  size = pd_u32(c->p + 4, c->swap);
+  size = perfev_ld32(c->in.p + 4, c->in.swap);
   if (size == 0)
     size = 64;   /* PERF_ATTR_SIZE_VER0: writers before the size field */
-  perfev_attr_push_bytes(L, take(c, size, "the attr"), size, c->swap);
+  perfev_attr_push_bytes(L, take(c, size, "the attr"), size, c->in.swap);
   lua_setfield(L, -2, f->name);
   n = count_of(c, left(c) / 8, 8, "ids");
   lua_createtable(L, (int)n, 0);
@@ -193,7 +189,7 @@ static void u_id_index(struct ucur *c, const struct ufield *f)
   lua_State *L = c->L;
   uint64_t nr = count_of(c, get64(c, "nr"), 32, "entries");
   int second = left(c) >= nr * 48;
-  const unsigned char *e2 = c->p + nr * 32;
+  const unsigned char *e2 = c->in.p + nr * 32;
   static const char *const k[] = { "id", "idx", "cpu", "tid" };
   lua_createtable(L, (int)nr, 0);
   for (uint64_t i = 0; i < nr; i++) {
@@ -201,8 +197,8 @@ static void u_id_index(struct ucur *c, const struct ufield *f)
     for (size_t j = 0; j < 4; j++)
       set_int(L, k[j], get64(c, k[j]));
     if (second) {
-      set_int(L, "machine_pid", pd_u64(e2 + 16 * i, c->swap));
-      set_int(L, "vcpu", pd_u64(e2 + 16 * i + 8, c->swap));
+      set_int(L, "machine_pid", perfev_ld64(e2 + 16 * i, c->in.swap));
+      set_int(L, "vcpu", perfev_ld64(e2 + 16 * i + 8, c->in.swap));
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -235,41 +231,39 @@ static void push_cpu(lua_State *L, lua_Integer *n, lua_Integer cpu)
 static void push_cpu_map(struct ucur *c)
 {
   lua_State *L = c->L;
-  uint16_t kind = pd_u16(take(c, 2, "cpu map type"), c->swap);
+  uint16_t kind = get16(c, "cpu map type");
   lua_Integer n = 0;
   lua_newtable(L);
   if (kind == 0) {
-    uint16_t nr = pd_u16(take(c, 2, "cpu map nr"), c->swap);
+    uint16_t nr = get16(c, "cpu map nr");
     count_of(c, nr, 2, "cpus");
     for (uint16_t i = 0; i < nr; i++) {
-      uint16_t cpu = pd_u16(take(c, 2, "cpu"), c->swap);
+      uint16_t cpu = get16(c, "cpu");
       push_cpu(L, &n, cpu == 0xffff ? -1 : cpu);
     }
   } else if (kind == 1) {
-    uint16_t nr = pd_u16(take(c, 2, "cpu mask nr"), c->swap);
-    uint16_t word = pd_u16(take(c, 2, "cpu mask long_size"), c->swap);
+    uint16_t nr = get16(c, "cpu mask nr");
+    uint16_t word = get16(c, "cpu mask long_size");
     if (word != 4 && word != 8)
-      pd_error(L, c->r, "the %s record at offset %" PRIu64 " has a cpu mask of %u-byte words",
-               c->tname, c->foff, (unsigned)word);
+      fail(c, "a cpu mask of %u-byte words", (unsigned)word);
     if (word == 8)
       take(c, 4, NULL);
     count_of(c, nr, word, "mask words");
     for (uint16_t i = 0; i < nr; i++) {
-      uint64_t m = word == 4 ? pd_u32(take(c, 4, "mask"), c->swap) : get64(c, "mask");
+      uint64_t m = word == 4 ? get32(c, "mask") : get64(c, "mask");
       for (int b = 0; b < word * 8; b++)
         if (m & ((uint64_t)1 << b))
           push_cpu(L, &n, (lua_Integer)i * word * 8 + b);
     }
   } else if (kind == 2) {
     const unsigned char *p = take(c, 6, "cpu range");
-    uint16_t first = pd_u16(p + 2, c->swap), last = pd_u16(p + 4, c->swap);
+    uint16_t first = perfev_ld16(p + 2, c->in.swap), last = perfev_ld16(p + 4, c->in.swap);
     if (p[0])
       push_cpu(L, &n, -1);
     for (uint32_t cpu = first; cpu <= last; cpu++)
       push_cpu(L, &n, cpu);
   } else {
-    pd_error(L, c->r, "the %s record at offset %" PRIu64 " has a cpu map of unknown type %u",
-             c->tname, c->foff, (unsigned)kind);
+    fail(c, "a cpu map of unknown type %u", (unsigned)kind);
   }
 }
 
@@ -312,7 +306,7 @@ static void u_event_update(struct ucur *c, const struct ufield *f)
   switch (kind) {
   case 0:
   case 2:
-    push_cstr(L, c->p, left(c));
+    push_cstr(L, c->in.p, left(c));
     lua_setfield(L, -2, kinds[kind]);
     break;
   case 1: {
@@ -328,7 +322,7 @@ static void u_event_update(struct ucur *c, const struct ufield *f)
     lua_setfield(L, -2, "cpus");
     break;
   default:
-    lua_pushlstring(L, (const char *)c->p, left(c));
+    lua_pushlstring(L, (const char *)c->in.p, left(c));
     lua_setfield(L, -2, "data");
     break;
   }
@@ -339,7 +333,7 @@ static void u_event_update(struct ucur *c, const struct ufield *f)
 static void u_build_id(struct ucur *c, const struct ufield *f)
 {
   lua_State *L = c->L;
-  uint16_t misc = pd_u16(c->rec + 4, c->swap);
+  uint16_t misc = perfev_ld16(c->in.rec + 4, c->in.swap);
   const unsigned char *id;
   size_t n = 20;
   (void)f;
@@ -350,7 +344,7 @@ static void u_build_id(struct ucur *c, const struct ufield *f)
     n = id[20] <= 20 ? id[20] : 20;
   lua_pushlstring(L, (const char *)id, n);
   lua_setfield(L, -2, "build_id");
-  push_cstr(L, c->p, left(c));
+  push_cstr(L, c->in.p, left(c));
   lua_setfield(L, -2, "filename");
 }
 
@@ -370,7 +364,7 @@ static void u_auxtrace_error(struct ucur *c, const struct ufield *f)
   set_int(L, "ip", get64(c, "ip"));
   if (fmt >= 1)
     set_int(L, "time", get64(c, "time"));
-  push_cstr(L, c->p, left(c) < 64 ? left(c) : 64);
+  push_cstr(L, c->in.p, left(c) < 64 ? left(c) : 64);
   lua_setfield(L, -2, "msg");
   if (fmt >= 2 && left(c) >= 72) {
     take(c, 64, "msg");
@@ -389,16 +383,17 @@ static void u_feature(struct ucur *c, const struct ufield *f)
     lua_pushstring(L, pd_feature_names[id]);
     lua_setfield(L, -2, "feature");
   }
-  lua_pushlstring(L, (const char *)c->p, left(c));
+  lua_pushlstring(L, (const char *)c->in.p, left(c));
   lua_setfield(L, -2, "data");
 }
 
 void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char *rec, size_t len,
                     uint64_t foff)
 {
-  uint32_t type = pd_u32(rec, r->swap);
+  uint32_t type = perfev_ld32(rec, r->swap);
   const struct utype *t = pd_user_name(type) ? &utypes[type - PD_USER_START] : NULL;
-  struct ucur c = { L, r, rec, rec + 8, rec + len, foff, t ? t->name : "unknown", r->swap };
+  struct ucur c = { { rec, rec + 8, rec + len, r->swap, ucur_fail }, L, r, foff,
+                    t ? t->name : "unknown" };
   int optional = 0;
   lua_createtable(L, 0, 8);
   if (t) {
@@ -408,9 +403,9 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
   }
   lua_setfield(L, -2, "type");
   set_int(L, "size", len);
-  set_int(L, "misc", pd_u16(rec + 4, r->swap));
+  set_int(L, "misc", perfev_ld16(rec + 4, r->swap));
   if (!t) {
-    lua_pushlstring(L, (const char *)c.p, left(&c));
+    lua_pushlstring(L, (const char *)c.in.p, left(&c));
     lua_setfield(L, -2, "data");
     return;
   }
@@ -427,21 +422,13 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
     case U_U8: set_int(L, f->name, *take(&c, 1, f->name)); break;
     case U_U32: set_int(L, f->name, get32(&c, f->name)); break;
     case U_U64: set_int(L, f->name, get64(&c, f->name)); break;
-    case U_I32:
-      lua_pushinteger(L, (int32_t)get32(&c, f->name));
-      lua_setfield(L, -2, f->name);
-      break;
     case U_PAD32: take(&c, 4, NULL); break;
     case U_CSTR:
       push_cstr(L, take(&c, f->n, f->name), f->n);
       lua_setfield(L, -2, f->name);
       break;
-    case U_STR:
-      push_cstr(L, c.p, left(&c));
-      lua_setfield(L, -2, f->name);
-      break;
     case U_BYTES:
-      lua_pushlstring(L, (const char *)c.p, left(&c));
+      lua_pushlstring(L, (const char *)c.in.p, left(&c));
       lua_setfield(L, -2, f->name);
       break;
     case U_U64S: {
@@ -468,7 +455,35 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
   }
 }
 
-/* core.PERFDATA = { FEATURE = { [bit] = name }, RECORD = { name = type } } */
+/* { [type name] = { { kind, name, bytes }, ... } }: the rows of every type,
+ * name nil for a field without one, bytes the size of a fixed string. */
+static void push_layouts(lua_State *L)
+{
+  lua_createtable(L, 0, PD_USER_END - PD_USER_START);
+  for (size_t t = 0; t < PD_USER_END - PD_USER_START; t++) {
+    const struct utype *u = &utypes[t];
+    lua_createtable(L, (int)u->nfields, 0);
+    for (size_t i = 0; i < u->nfields; i++) {
+      const struct ufield *f = &u->fields[i];
+      lua_createtable(L, 3, 0);
+      lua_pushstring(L, uop_names[f->op]);
+      lua_rawseti(L, -2, 1);
+      if (f->name) {
+        lua_pushstring(L, f->name);
+        lua_rawseti(L, -2, 2);
+      }
+      if (f->n) {
+        lua_pushinteger(L, f->n);
+        lua_rawseti(L, -2, 3);
+      }
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, u->name);
+  }
+}
+
+/* core.PERFDATA = { FEATURE = { [bit] = name }, RECORD = { name = type },
+ * LAYOUT = { name = rows } } */
 void pd_push_consts(lua_State *L)
 {
   lua_createtable(L, 0, 2);
@@ -483,4 +498,6 @@ void pd_push_consts(lua_State *L)
     set_int(L, utypes[t - PD_USER_START].name, t);
   }
   lua_setfield(L, -2, "RECORD");
+  push_layouts(L);
+  lua_setfield(L, -2, "LAYOUT");
 }

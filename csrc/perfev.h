@@ -9,6 +9,45 @@
 #include "compat.h"
 #include "abi.h"
 
+/* The one symbol the shared module exports (the build hides the rest). */
+#define PERFEV_EXPORT __attribute__((visibility("default")))
+
+/* ---- util.c: classes, system call failures, options tables ---- */
+
+/* Registers the class mt: the functions of meta (may be NULL) as its
+ * metamethods and those of methods (may be NULL) in its __index table, or
+ * under __methods when meta has its own __index. Every function gets the
+ * metatable as upvalue 1 (perfev_self compares it). Sets __name. */
+void perfev_class_register(lua_State *L, const char *mt, const luaL_Reg *meta,
+                           const luaL_Reg *methods);
+/* Pushes the methods table of class mt (to add closures to it). */
+void perfev_class_methods(lua_State *L, const char *mt);
+/* The integer argument at idx (dflt when absent) that the kernel narrows
+ * to an int (pid, cpu, fd, ioctl argument, clock id): raises "who: what N
+ * is out of range" rather than letting it wrap. */
+int perfev_int_arg(lua_State *L, int idx, lua_Integer dflt, const char *who, const char *what);
+/* s, or its first bytes and "..." in buf when it is longer: what a
+ * message echoes of the caller's input is bounded. */
+#define PERFEV_CLIP 68
+const char *perfev_clip(const char *s, char buf[PERFEV_CLIP]);
+/* Pushes nil, "what: strerror(err)", err; returns 3. */
+int perfev_push_errno(lua_State *L, int err, const char *what);
+
+/* One option an options table may hold: its name and its Lua type
+ * (LUA_TNUMBER means an integer). A list ends with a NULL name. */
+struct perfev_opt {
+  const char *name;
+  int type;
+};
+/* Checks the options table at idx against opts: an unknown key or a value
+ * of another type raises "who: ..." naming the option. Returns 0 when idx
+ * holds none or nil (no options), else 1. */
+int perfev_check_options(lua_State *L, int idx, const char *who, const struct perfev_opt *opts);
+/* The value of a checked option, or dflt when it is absent (or idx is not
+ * a table). */
+int perfev_opt_bool(lua_State *L, int idx, const char *name, int dflt);
+lua_Integer perfev_opt_int(lua_State *L, int idx, const char *name, lua_Integer dflt);
+
 /* ---- constants (consts.c): the kernel's enums as name/value data ---- */
 struct perfev_const {
   const char *name;   /* kernel name without its prefix, e.g. "IP" for PERF_SAMPLE_IP */
@@ -72,8 +111,6 @@ static inline void *perfev_self(lua_State *L, const char *tname)
   }
   return luaL_checkudata(L, 1, tname);
 }
-/* Pushes nil, message, errno for the errno of the failed operation `what`. */
-int perfev_push_errno(lua_State *L, int err, const char *what);
 int perfev_event_open_lib(lua_State *L);
 /* Closes the fd, once; errors ignored (for __gc and group close). */
 void perfev_event_close(struct perfev_event *ev);
@@ -82,7 +119,6 @@ int perfev_event_push(lua_State *L, int fd, const struct perfev_attr *a);
 int perfev_open(lua_State *L);               /* core.open */
 int perfev_read(lua_State *L);               /* ev:read() */
 int perfev_read_raw(lua_State *L);           /* ev:read_raw() */
-int perfev_read_group(lua_State *L);         /* ev:read_group([into], names) */
 int perfev_prctl_open_lib(lua_State *L);
 
 /* ---- read(2) decoding (read.c) ---- */
@@ -114,16 +150,18 @@ static inline int perfev_scales(uint64_t enabled, uint64_t running)
 /* Scales a multiplexed count: value * enabled / running, without overflow. */
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
-/* ---- sampling: record decoder (record*.c) and ring buffer (ring.c) ---- */
-int perfev_record_open_lib(lua_State *L);   /* core.decode */
+/* ---- sampling: the ring buffer (ring*.c, ring_read.c) ---- */
 int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
 int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
+int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring_aux.c) */
+int perfev_ring_read_open_lib(lua_State *L); /* core._selfread_compute (ring_read.c) */
+
+/* ---- records: decoder (decode*.c) and encoder (encode*.c) ---- */
+int perfev_decode_open_lib(lua_State *L);   /* core.decode, the decoder metatable */
+int perfev_encode_open_lib(lua_State *L);   /* core.encode */
 
 /* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
 int perfev_clock_open_lib(lua_State *L);
-int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring_aux.c) */
-int perfev_selfread_open_lib(lua_State *L); /* core._selfread_compute (selfread.c) */
-int perfev_encode_open_lib(lua_State *L);   /* core.encode (encode*.c) */
 
 /* ---- perf.data reader (perfdata*.c) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */

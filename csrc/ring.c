@@ -3,7 +3,7 @@
  * them, so nothing handed to Lua can be overwritten by the kernel, and a
  * record that wraps around the end of the buffer comes back whole.
  * Overwrite rings (mapped read-only) are read by ring_snapshot.c, counts
- * through the metadata page by selfread.c, the AUX area by ring_aux.c. */
+ * through the metadata page by ring_read.c, the AUX area by ring_aux.c. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perfev.h"
-#include "record.h"
+#include "decode.h"
 #include "ring.h"
 
 /* ---- ev:mmap(pages) ---- */
@@ -58,28 +58,12 @@ static struct perfev_decoder *ring_decoder(lua_State *L, const struct perfev_eve
 /* ev:mmap's options: { overwrite = boolean }. Returns whether to map the
  * ring read-only. A write_backward event's ring is always one: records()
  * could not follow a data_head that moves down, and perf maps it so too. */
-int perfev_ring_bool_opt(lua_State *L, int idx, const char *who, const char *name, int dflt)
-{
-  int v = dflt;
-  if (lua_isnoneornil(L, idx))
-    return v;
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), name) != 0)
-      luaL_error(L, "%s: unknown option '%s' (the options are: %s)", who,
-                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2), name);
-    if (!lua_isboolean(L, -1))
-      luaL_error(L, "%s: option '%s' must be a boolean, not %s", who, name, luaL_typename(L, -1));
-    v = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
-  return v;
-}
-
 static int overwrite_opt(lua_State *L, int backward)
 {
-  int overwrite = perfev_ring_bool_opt(L, 3, "ev:mmap", "overwrite", backward);
+  static const struct perfev_opt opts[] = { { "overwrite", LUA_TBOOLEAN }, { NULL, 0 } };
+  int overwrite;
+  perfev_check_options(L, 3, "ev:mmap", opts);
+  overwrite = perfev_opt_bool(L, 3, "overwrite", backward);
   if (backward && !overwrite)
     luaL_error(L, "ev:mmap: a write_backward event's ring is an overwrite ring (read with "
                   "ring:snapshot()): leave out overwrite = false");
@@ -505,18 +489,6 @@ int perfev_ring_open_lib(lua_State *L)
     { "aux", perfev_ring_aux }, { NULL, NULL }
   };
   perfev_ring_snapshot_open_lib(L);
-  perfev_ring_class(L, PERFEV_RING_MT, meta, methods);
+  perfev_class_register(L, PERFEV_RING_MT, meta, methods);
   return 0;
-}
-
-void perfev_ring_class(lua_State *L, const char *mt, const luaL_Reg *meta, const luaL_Reg *methods)
-{
-  luaL_newmetatable(L, mt);
-  lua_pushvalue(L, -1);
-  luaL_setfuncs(L, meta, 1);
-  lua_newtable(L);
-  lua_pushvalue(L, -2);
-  luaL_setfuncs(L, methods, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
 }

@@ -1,17 +1,15 @@
 /* The ring userdata shared by the files that read it: ring.c (mapping,
  * records, poll, info), ring_snapshot.c (overwrite and backward rings),
- * selfread.c (counts through the metadata page), ring_aux.c (AUX area). */
+ * ring_read.c (counts through the metadata page), ring_aux.c (AUX area). */
 #ifndef PERFEV_RING_H
 #define PERFEV_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "perfev.h"
-#include "record.h"
+#include "decode.h"
 
 #define PERFEV_RING_MT "perfev.ring"
-/* header.size is a u16: no record is larger. */
-#define RECORD_MAX 65536
 
 struct perfev_ring {
   struct perf_event_mmap_page *page;   /* NULL once unmapped */
@@ -24,7 +22,7 @@ struct perfev_ring {
   int backward;                        /* attr.write_backward: data_head moves down */
   unsigned char *aux;                  /* the AUX area, NULL when not mapped */
   size_t aux_len;
-  unsigned char rec[RECORD_MAX];       /* the record being decoded, copied out (keep last) */
+  unsigned char rec[PERFEV_RECORD_MAX];       /* the record being decoded, copied out (keep last) */
 };
 
 /* The names of the capabilities bits of the metadata page, low first. */
@@ -40,12 +38,6 @@ uint64_t perfev_ring_head(const struct perfev_ring *r);
 /* Unmaps the AUX area, if mapped (before the ring: it lives behind it). */
 void perfev_ring_aux_unmap(struct perfev_ring *r);
 
-/* An options table at idx of one boolean option, name (nil: dflt); who
- * names the method in errors. */
-int perfev_ring_bool_opt(lua_State *L, int idx, const char *who, const char *name, int dflt);
-/* Registers metatable mt with meta, and methods as its __index, each
- * function with the metatable as upvalue (perfev_ring_self checks it). */
-void perfev_ring_class(lua_State *L, const char *mt, const luaL_Reg *meta, const luaL_Reg *methods);
 
 int perfev_ring_snapshot(lua_State *L);   /* ring:snapshot([opts]) */
 /* Sets core._snapshot_walk on the table at the top (a test hook). */

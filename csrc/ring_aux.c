@@ -211,6 +211,6 @@ int perfev_ring_aux_open_lib(lua_State *L)
     { "info", l_info }, { "pending", l_pending }, { "read", l_read }, { "ring", l_ring },
     { "close", l_close }, { "closed", l_closed }, { NULL, NULL }
   };
-  perfev_ring_class(L, PERFEV_AUX_MT, meta, methods);
+  perfev_class_register(L, PERFEV_AUX_MT, meta, methods);
   return 0;
 }

@@ -12,13 +12,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include "perfev.h"
-#include "record.h"
+#include "decode.h"
 #include "ring.h"
 
 /* snapshot's options: { pause = boolean } (default true). */
 static int pause_opt(lua_State *L)
 {
-  return perfev_ring_bool_opt(L, 2, "ring:snapshot", "pause", 1);
+  static const struct perfev_opt opts[] = { { "pause", LUA_TBOOLEAN }, { NULL, 0 } };
+  perfev_check_options(L, 2, "ring:snapshot", opts);
+  return perfev_opt_bool(L, 2, "pause", 1);
 }
 
 static int pause_output(const struct perfev_event *ev, int on)

@@ -1,4 +1,4 @@
-/* Filling the Lua table of a record, for the decoder (record.c).
+/* Filling the Lua table of a record, for the decoder (decode.c).
  *
  * Key strings: lua_setfield hashes and compares its key's text on every
  * call; here the string of a static name is looked up by the name's
@@ -15,7 +15,7 @@
  * (.spares[k][i]), so a stream of samples and side-band records
  * allocates nothing once its tables have grown to size. */
 #include <string.h>
-#include "record_table.h"
+#include "fill.h"
 
 /* ---- the iteration's state ---- */
 
@@ -363,40 +363,20 @@ void perfev_fill_end(struct perfev_fill *f)
 
 struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap)
 {
+  static const struct perfev_opt with_swap[] = {
+    { "into", LUA_TTABLE }, { "swap", LUA_TBOOLEAN }, { NULL, 0 }
+  };
+  static const struct perfev_opt into_only[] = { { "into", LUA_TTABLE }, { NULL, 0 } };
   struct perfev_reuse *st;
   int into = 0;
-  if (swap)
-    *swap = 0;
-  if (!lua_isnoneornil(L, idx)) {
-    if (!lua_istable(L, idx))
-      luaL_error(L, "%s: the options must be a table ({ into = t%s }), got %s", who,
-                 swap ? ", swap = true" : "", luaL_typename(L, idx));
-    idx = lua_absindex(L, idx);
-    for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
-      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-      if (k && (strcmp(k, "into") == 0 || (swap && strcmp(k, "swap") == 0)))
-        continue;
-      luaL_error(L, "%s: unknown option '%s' (the options are %s)", who,
-                 k ? k : luaL_typename(L, -2), swap ? "into and swap" : "into");
-    }
-    if (swap) {
-      int t = lua_getfield(L, idx, "swap");
-      if (t != LUA_TNIL && t != LUA_TBOOLEAN)
-        luaL_error(L, "%s: option 'swap' must be a boolean, got %s", who, lua_typename(L, t));
-      *swap = lua_toboolean(L, -1);
-      lua_pop(L, 1);
-    }
-    switch (lua_getfield(L, idx, "into")) {
-    case LUA_TNIL:
-      break;
-    case LUA_TTABLE:
-      into = 1;
-      break;
-    default:
-      luaL_error(L, "%s: option 'into' must be a table (the one every record is decoded "
-                    "into), got %s", who, luaL_typename(L, -1));
-    }
+  idx = lua_absindex(L, idx);
+  if (perfev_check_options(L, idx, who, swap ? with_swap : into_only)) {
+    if (swap)
+      *swap = perfev_opt_bool(L, idx, "swap", 0);
+    into = lua_getfield(L, idx, "into") == LUA_TTABLE;   /* pushed: the into table, or nil */
   } else {
+    if (swap)
+      *swap = 0;
     lua_pushnil(L);
   }
   st = (struct perfev_reuse *)perfev_newuserdata(L, sizeof *st);

@@ -1,42 +1,38 @@
-/* The record decoder: one loop over the rows of record_layout.c, a short
+/* The record decoder: one loop over the rows of layout.c, a short
  * function per kind of field, every read bounds-checked against the
  * record. Records are in the host's byte order, as the kernel writes them,
  * or (decoder swap) in the other one, as a perf.data file from a machine
  * of the other endianness: then every integer is byte-swapped as it is
  * read, and strings and byte blobs are left as they are. Every access goes
  * through memcpy, so a buffer needs no alignment. The table of a record is
- * filled through record_table.c, which can refill one table for every
+ * filled through fill.c, which can refill one table for every
  * record without allocating. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "record_table.h"
+#include "cursor.h"
+#include "fill.h"
 
-/* Where decoding is: the record, the region being walked, its layout, the
- * table being filled. */
+/* Where decoding is: the record (its region being walked, in),
+ * its layout, the table being filled. */
 struct cur {
+  struct perfev_cursor in;           /* first: cur_fail casts it back */
   lua_State *L;
-  const unsigned char *rec;          /* the record's header */
-  const unsigned char *p, *end;      /* the region being read */
   size_t off;                        /* the record's offset in the stream */
   uint32_t type;
   uint16_t misc, size;
-  int swap;
   const struct perfev_layout *l;
   struct perfev_fill *f;             /* the record's table */
 };
 
 /* ---- errors: everything a malformed record says names its offset ---- */
 
-static void fail(const struct cur *c, const char *fmt, ...)
+static void cur_fail(const struct perfev_cursor *in, const char *msg)
 {
-  char msg[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+  const struct cur *c = (const struct cur *)(const void *)in;
   perfev_decode_error(c->L, c->off, c->type, c->size, msg);
 }
+
+#define fail(c, ...) perfev_cursor_fail(&(c)->in, __VA_ARGS__)
 
 void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg)
 {
@@ -49,73 +45,25 @@ void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, c
 
 static size_t left(const struct cur *c)
 {
-  return (size_t)(c->end - c->p);
+  return perfev_cursor_left(&c->in);
 }
 
-/* The next n bytes of the region; raises when the record has fewer. */
 static const unsigned char *take(struct cur *c, size_t n, const char *what)
 {
-  const unsigned char *q = c->p;
-  if (n > left(c))
-    fail(c, "%s needs %lu bytes at record offset %lu, %lu left", what ? what : "padding",
-         (unsigned long)n, (unsigned long)(c->p - c->rec), (unsigned long)left(c));
-  c->p += n;
-  return q;
-}
-
-/* Integers at p, in the host's byte order or (swap) the other one. */
-static uint64_t ld64(const unsigned char *p, int swap)
-{
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return swap ? __builtin_bswap64(v) : v;
-}
-
-static uint32_t ld32(const unsigned char *p, int swap)
-{
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return swap ? __builtin_bswap32(v) : v;
-}
-
-static uint16_t ld16(const unsigned char *p, int swap)
-{
-  uint16_t v;
-  memcpy(&v, p, 2);
-  return swap ? __builtin_bswap16(v) : v;
+  return perfev_cursor_take(&c->in, n, what);
 }
 
 void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h)
 {
-  h->type = ld32(p, swap);
-  h->misc = ld16(p + 4, swap);
-  h->size = ld16(p + 6, swap);
+  h->type = perfev_ld32(p, swap);
+  h->misc = perfev_ld16(p + 4, swap);
+  h->size = perfev_ld16(p + 6, swap);
 }
 
-static uint64_t get64(struct cur *c, const char *what)
-{
-  return ld64(take(c, 8, what), c->swap);
-}
-
-static uint32_t get32(struct cur *c, const char *what)
-{
-  return ld32(take(c, 4, what), c->swap);
-}
-
-static uint16_t get16(struct cur *c, const char *what)
-{
-  return ld16(take(c, 2, what), c->swap);
-}
-
-/* A count of items of `each` bytes that must fit in what is left. */
-static uint64_t get_count(struct cur *c, size_t each, const char *what)
-{
-  uint64_t n = get64(c, what);
-  if (n > left(c) / each)
-    fail(c, "%s count %llu overflows the record (%lu bytes left)", what,
-         (unsigned long long)n, (unsigned long)left(c));
-  return n;
-}
+#define get64(c, what) perfev_cursor_u64(&(c)->in, what)
+#define get32(c, what) perfev_cursor_u32(&(c)->in, what)
+#define get16(c, what) perfev_cursor_u16(&(c)->in, what)
+#define get_count(c, each, what) perfev_cursor_count(&(c)->in, each, what)
 
 /* t[k] = v for the table on top, k a name built here (not static). */
 static void set_int(lua_State *L, const char *k, uint64_t v)
@@ -169,9 +117,9 @@ static void op_pad32(struct cur *c, const struct perfev_rfield *f)
  * string without its NUL ends at the body's end. */
 static void op_str(struct cur *c, const struct perfev_rfield *f)
 {
-  const unsigned char *nul = memchr(c->p, 0, left(c));
-  perfev_fill_put_bytes(c->f, f->name, c->p, nul ? (size_t)(nul - c->p) : left(c));
-  c->p = c->end;
+  const unsigned char *nul = memchr(c->in.p, 0, left(c));
+  perfev_fill_put_bytes(c->f, f->name, c->in.p, nul ? (size_t)(nul - c->in.p) : left(c));
+  c->in.p = c->in.end;
 }
 
 static void op_bytes8(struct cur *c, const struct perfev_rfield *f)
@@ -209,8 +157,7 @@ static void op_read(struct cur *c, const struct perfev_rfield *f)
     size_t each = 8 * (1 + ((fmt & PERF_FORMAT_ID) != 0) + ((fmt & PERF_FORMAT_LOST) != 0));
     uint64_t nr = get64(c, "read nr");
     read_times(c, fmt);
-    if (nr > left(c) / each)
-      fail(c, "read nr %llu overflows the record", (unsigned long long)nr);
+    perfev_cursor_fits(&c->in, nr, each, "read nr");
     perfev_fill_set_int(c->f, "nr", nr);
     for (uint64_t i = 0; i < nr; i++) {
       perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);
@@ -308,9 +255,9 @@ static void op_auxdata(struct cur *c, const struct perfev_rfield *f)
 static int big_endian_writer(const struct cur *c)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return !c->swap;
+  return !c->in.swap;
 #else
-  return c->swap;
+  return c->in.swap;
 #endif
 }
 
@@ -356,8 +303,7 @@ static void op_branch(struct cur *c, const struct perfev_rfield *f)
   int here = perfev_fill_shaped(c->f, f->name, nr < 64 ? (int)nr : 64, 1, bst);
   if (bst & PERF_SAMPLE_BRANCH_HW_INDEX)
     perfev_fill_set_int(c->f, "hw_idx", get64(c, "branch_stack hw_idx"));
-  if (nr > left(c) / 24)
-    fail(c, "branch_stack nr %llu overflows the record", (unsigned long long)nr);
+  perfev_cursor_fits(&c->in, nr, 24, "branch_stack nr");
   for (uint64_t i = 0; i < nr; i++) {
     perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 11);
     branch_entry(c);
@@ -365,8 +311,7 @@ static void op_branch(struct cur *c, const struct perfev_rfield *f)
   }
   perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   if (bst & PERF_SAMPLE_BRANCH_COUNTERS) {
-    if (nr > left(c) / 8)
-      fail(c, "branch_stack counters overflow the record");
+    perfev_cursor_fits(&c->in, nr, 8, "branch_stack counters");
     for (uint64_t i = 0; i < nr; i++) {
       lua_rawgeti(L, -1, (lua_Integer)i + 1);
       perfev_fill_set_int(c->f, "counters", get64(c, "branch counters"));
@@ -521,10 +466,10 @@ static void op_mmap2_id(struct cur *c, const struct perfev_rfield *f)
     perfev_fill_put_bytes(c->f, "build_id", p + 4, p[0]);
     return;
   }
-  perfev_fill_put_int(c->f, "maj", ld32(p, c->swap));
-  perfev_fill_put_int(c->f, "min", ld32(p + 4, c->swap));
-  perfev_fill_put_int(c->f, "ino", ld64(p + 8, c->swap));
-  perfev_fill_put_int(c->f, "ino_generation", ld64(p + 16, c->swap));
+  perfev_fill_put_int(c->f, "maj", perfev_ld32(p, c->in.swap));
+  perfev_fill_put_int(c->f, "min", perfev_ld32(p + 4, c->in.swap));
+  perfev_fill_put_int(c->f, "ino", perfev_ld64(p + 8, c->in.swap));
+  perfev_fill_put_int(c->f, "ino_generation", perfev_ld64(p + 16, c->in.swap));
 }
 
 /* old_len, new_len, then the old bytes and the new. */
@@ -602,7 +547,7 @@ static void trailer_table(struct cur *c, const unsigned char *at)
   int here = perfev_fill_shaped(f, "sample_id", 0, 6, c->l->sample_type & PERFEV_TRAILER_BITS);
   f->t = lua_gettop(c->L);
   f->reuse = 0;   /* the same keys every time: nothing to list or clear */
-  c->p = at;
+  c->in.p = at;
   walk(c, perfev_trailer_fields, perfev_trailer_nfields);
   f->t = t;
   f->reuse = reuse;
@@ -614,53 +559,55 @@ static void trailer_table(struct cur *c, const unsigned char *at)
  * id). Then rec.sample_id keeps the whole trailer, which encode takes. */
 static void decode_other(struct cur *c, const struct perfev_rtype *rt)
 {
-  const unsigned char *body_end = c->end;
+  const unsigned char *body_end = c->in.end;
   if (rt->trailer && c->l->sample_id_all) {
     if (left(c) < c->l->trailer_size)
       fail(c, "the sample_id trailer needs %u bytes, the body has %lu",
            (unsigned)c->l->trailer_size, (unsigned long)left(c));
-    body_end = c->end - c->l->trailer_size;
-    c->p = body_end;
+    body_end = c->in.end - c->l->trailer_size;
+    c->in.p = body_end;
     walk(c, perfev_trailer_fields, perfev_trailer_nfields);
     if (trailer_collides(rt, c->l->sample_type))
       trailer_table(c, body_end);
-    c->p = c->rec + sizeof(struct perf_event_header);
-    c->end = body_end;
+    c->in.p = c->in.rec + sizeof(struct perf_event_header);
+    c->in.end = body_end;
   }
   walk(c, rt->fields, rt->nfields);
+}
+
+/* A sample: its fields; without PERIOD in sample_type, the attr's
+ * period, as perf's parser gives it (perf record -c N). */
+static void decode_sample(struct cur *c)
+{
+  walk(c, perfev_sample_fields, perfev_sample_nfields);
+  if (!(c->l->sample_type & PERF_SAMPLE_PERIOD) && c->l->period)
+    perfev_fill_put_int(c->f, "period", c->l->period);
 }
 
 /* The layout of this record: by its id when the stream has several. */
 static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
 {
-  size_t len = c->size;
-  uint64_t id;
-  if (d->n == 1)
-    return 0;
-  if (c->type == PERF_RECORD_SAMPLE) {
-    if (len < 8 * (size_t)(d->id_pos + 2))
-      fail(c, "too short for the sample id");
-    id = ld64(c->rec + 8 * (size_t)(d->id_pos + 1), d->swap);
-  } else if (d->is_pos >= 0 && perfev_rtype_find(c->type) && perfev_rtype_find(c->type)->trailer) {
-    if (len < 8 * (size_t)(d->is_pos + 2))
-      fail(c, "too short for the sample_id trailer");
-    id = ld64(c->rec + len - 8 * (size_t)(d->is_pos + 1), d->swap);
-  } else {
-    return 0;   /* no id: body fields do not depend on the attr */
+  size_t li = 0;
+  uint64_t id = 0;
+  switch (perfev_decoder_pick(d, c->in.rec, c->size, c->type, &li, &id)) {
+  case PERFEV_PICK_SHORT:
+    fail(c, "too short for its %s", c->type == PERF_RECORD_SAMPLE ? "sample id" : "sample_id trailer");
+    break;
+  case PERFEV_PICK_NO_ATTR:
+    fail(c, "no attr for id %llu", (unsigned long long)id);
+    break;
+  default:
+    break;
   }
-  for (size_t i = 0; i < d->n; i++)
-    if (d->layouts[i].id == id)
-      return i;
-  fail(c, "no attr for id %llu", (unsigned long long)id);
-  return 0;
+  return li;
 }
 
 static void count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec, size_t len)
 {
   if (type == PERF_RECORD_LOST && len >= 24)
-    d->lost += ld64(rec + 16, d->swap);
+    d->lost += perfev_ld64(rec + 16, d->swap);
   else if (type == PERF_RECORD_LOST_SAMPLES && len >= 16)
-    d->lost += ld64(rec + 8, d->swap);
+    d->lost += perfev_ld64(rec + 8, d->swap);
 }
 
 size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
@@ -678,29 +625,30 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   perfev_record_header(rec, d->swap, &h);
   memset(&c, 0, sizeof c);
   c.L = L;
-  c.rec = rec;
+  c.in.rec = rec;
+  c.in.fail = cur_fail;
   c.off = off;
   c.type = h.type;
   c.misc = h.misc;
   c.size = h.size;
-  c.swap = d->swap;
+  c.in.swap = d->swap;
   c.f = &fill;
   if (h.size < sizeof h || h.size > len)
     fail(&c, "size is outside 8..%zu", len);
   li = pick_layout(&c, d);
   c.l = &d->layouts[li];
-  c.p = rec + sizeof h;
-  c.end = rec + h.size;
+  c.in.p = rec + sizeof h;
+  c.in.end = rec + h.size;
   rt = perfev_rtype_find(h.type);
   perfev_fill_begin(&fill, L, state, into);
   if (!rt) {   /* a type newer than this decoder: its number and bytes */
     perfev_fill_put_int(&fill, "type", h.type);
-    perfev_fill_put_bytes(&fill, "data", c.p, left(&c));
+    perfev_fill_put_bytes(&fill, "data", c.in.p, left(&c));
   } else {
     perfev_fill_name(&fill, rt->name);
     perfev_fill_put(&fill, "type");
     if (h.type == PERF_RECORD_SAMPLE)
-      walk(&c, perfev_sample_fields, perfev_sample_nfields);
+      decode_sample(&c);
     else
       decode_other(&c, rt);
   }
@@ -717,223 +665,3 @@ size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned 
   return perfev_decode_into(L, d, 0, 0, rec, len, off);
 }
 
-/* ---- decoder state ---- */
-
-static int popcount64(uint64_t v)
-{
-  int n = 0;
-  for (; v; v &= v - 1)
-    n++;
-  return n;
-}
-
-void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id)
-{
-  /* Read from the byte image as the struct: by name (perfev_attr_u64) it
-   * costs a search per field on every decode and encode call. */
-  struct perf_event_attr pa;
-  memset(&pa, 0, sizeof pa);
-  memcpy(&pa, a->raw, sizeof pa < sizeof a->raw ? sizeof pa : sizeof a->raw);
-  memset(l, 0, sizeof *l);
-  l->id = id;
-  l->sample_type = pa.sample_type;
-  l->read_format = pa.read_format;
-  l->branch_sample_type = pa.branch_sample_type;
-  l->regs_user = pa.sample_regs_user;
-  l->regs_intr = pa.sample_regs_intr;
-  l->sample_id_all = pa.sample_id_all;
-  l->trailer_size = 8u * (uint32_t)popcount64(l->sample_type & PERFEV_TRAILER_BITS);
-}
-
-struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
-{
-  struct perfev_decoder *d = (struct perfev_decoder *)perfev_newuserdata(
-    L, sizeof *d + n * sizeof d->layouts[0]);
-  memset(d, 0, sizeof *d + n * sizeof d->layouts[0]);
-  d->n = n;
-  d->id_pos = d->is_pos = -1;
-  luaL_setmetatable(L, PERFEV_DECODER_MT);
-  return d;
-}
-
-/* Where a sample's id is, in u64 words after the header; -1: nowhere. */
-static int id_pos(const struct perfev_layout *l)
-{
-  const uint64_t before = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
-  if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
-    return 0;
-  if (l->sample_type & PERF_SAMPLE_ID)
-    return popcount64(l->sample_type & before);
-  return -1;
-}
-
-/* Where the trailer's id is, in u64 words from the record's end. */
-static int is_pos(const struct perfev_layout *l)
-{
-  if (!l->sample_id_all)
-    return -1;
-  if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
-    return 0;
-  if (l->sample_type & PERF_SAMPLE_ID)
-    return popcount64(l->sample_type & (PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU));
-  return -1;
-}
-
-static void finish(lua_State *L, struct perfev_decoder *d, const char *who)
-{
-  d->id_pos = id_pos(&d->layouts[0]);
-  d->is_pos = is_pos(&d->layouts[0]);
-  if (d->n < 2)
-    return;
-  if (d->id_pos < 0)
-    luaL_error(L, "%s: a stream of several events needs PERF_SAMPLE_IDENTIFIER "
-                  "(or PERF_SAMPLE_ID) in every sample_type to tell its records apart", who);
-  for (size_t i = 1; i < d->n; i++)
-    if (id_pos(&d->layouts[i]) != d->id_pos || is_pos(&d->layouts[i]) != d->is_pos)
-      luaL_error(L, "%s: the events of one stream must put the id at the same "
-                    "place: use PERF_SAMPLE_IDENTIFIER in every sample_type (and the same "
-                    "sample_id_all)", who);
-}
-
-void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d)
-{
-  finish(L, d, "perfev.decode");
-}
-
-/* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }, [options]) ---- */
-
-#define DECODE_UPV_BYTES lua_upvalueindex(1)
-#define DECODE_UPV_DEC lua_upvalueindex(2)
-#define DECODE_UPV_OFF lua_upvalueindex(3)
-#define DECODE_UPV_INTO lua_upvalueindex(4)
-#define DECODE_UPV_STATE lua_upvalueindex(5)
-
-static int decode_next(lua_State *L)
-{
-  size_t len, off = (size_t)lua_tointeger(L, DECODE_UPV_OFF);
-  const unsigned char *s = (const unsigned char *)lua_tolstring(L, DECODE_UPV_BYTES, &len);
-  struct perfev_decoder *d = (struct perfev_decoder *)lua_touserdata(L, DECODE_UPV_DEC);
-  struct perf_event_header h;
-  if (off >= len)
-    return 0;
-  if (len - off < sizeof h)
-    perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
-  perfev_record_header(s + off, d->swap, &h);
-  if (h.size < sizeof h)
-    perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
-  if (h.size > len - off)
-    perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
-  perfev_decode_into(L, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off);
-  lua_pushinteger(L, (lua_Integer)(off + h.size));
-  lua_replace(L, DECODE_UPV_OFF);
-  return 1;
-}
-
-/* The attr and id of the value at idx (attr or event); 0 if neither. */
-static int attr_of(lua_State *L, int idx, const struct perfev_attr **a, uint64_t *id)
-{
-  struct perfev_event *ev;
-  struct perfev_attr *at = (struct perfev_attr *)luaL_testudata(L, idx, PERFEV_ATTR_MT);
-  if (at) {
-    *a = at;
-    return 1;
-  }
-  ev = (struct perfev_event *)luaL_testudata(L, idx, PERFEV_EVENT_MT);
-  if (ev) {
-    *a = &ev->attr;
-    *id = ev->id;
-    return 1;
-  }
-  return 0;
-}
-
-/* Fills a decoder from { [id] = attr, ... } or { event, ... } at idx. */
-static struct perfev_decoder *decoder_from_map(lua_State *L, int idx, const char *who)
-{
-  size_t n = 0, i = 0;
-  struct perfev_decoder *d;
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1))
-    n++;
-  d = perfev_decoder_new(L, n);
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
-    const struct perfev_attr *a = NULL;
-    uint64_t id = 0;
-    int is_event = luaL_testudata(L, -1, PERFEV_EVENT_MT) != NULL;
-    if (!attr_of(L, -1, &a, &id))
-      luaL_error(L, "%s: the attrs table maps ids to attrs (or lists events)", who);
-    if (!is_event) {
-      if (!lua_isinteger(L, -2))
-        luaL_error(L, "%s: the attrs table's keys must be event ids", who);
-      id = (uint64_t)lua_tointeger(L, -2);
-    }
-    perfev_layout_init(&d->layouts[i++], a, id);
-  }
-  return d;
-}
-
-/* Whether the table at idx holds attrs or events (rather than attr fields). */
-static int is_map(lua_State *L, int idx)
-{
-  int yes = 0;
-  if (!lua_istable(L, idx))
-    return 0;
-  lua_pushnil(L);
-  if (lua_next(L, idx)) {
-    yes = luaL_testudata(L, -1, PERFEV_ATTR_MT) || luaL_testudata(L, -1, PERFEV_EVENT_MT);
-    lua_pop(L, 2);
-  }
-  return yes;
-}
-
-struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *who)
-{
-  const struct perfev_attr *a = NULL;
-  uint64_t id = 0;
-  struct perfev_decoder *d;
-  idx = lua_absindex(L, idx);
-  if (attr_of(L, idx, &a, &id)) {
-    d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, id);
-  } else if (is_map(L, idx)) {
-    d = decoder_from_map(L, idx, who);
-  } else {
-    if (!lua_istable(L, idx))
-      luaL_error(L, "%s: argument %d must be an attr, an event, a table of attr fields or a "
-                    "table of attrs by id, got %s", who, idx, luaL_typename(L, idx));
-    a = perfev_attr_from(L, idx);
-    d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, 0);
-    lua_remove(L, -2);   /* the attr: the layout has what it needs */
-  }
-  finish(L, d, who);
-  return d;
-}
-
-static int l_decode(lua_State *L)
-{
-  struct perfev_decoder *d;
-  int top;
-  luaL_checkstring(L, 1);
-  lua_settop(L, 3);
-  d = perfev_decoder_from(L, 2, "perfev.decode");
-  top = lua_gettop(L);
-  perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, top);
-  lua_pushinteger(L, 0);
-  lua_pushvalue(L, top + 1);
-  lua_pushvalue(L, top + 2);
-  lua_pushcclosure(L, decode_next, 5);
-  return 1;
-}
-
-int perfev_record_open_lib(lua_State *L)
-{
-  luaL_newmetatable(L, PERFEV_DECODER_MT);
-  lua_pushliteral(L, "perfev.decoder");
-  lua_setfield(L, -2, "__name");
-  lua_pop(L, 1);
-  lua_pushcfunction(L, l_decode);
-  lua_setfield(L, -2, "decode");
-  return 0;
-}

@@ -2,14 +2,14 @@
  * fields that follow its header, in order, as perf_event_open(2) lists
  * them; the sample's fields with the sample_type bit that makes each one
  * present, in the order the kernel writes them; the sample_id trailer.
- * record.c walks these rows with one loop. Field names are the man page's,
+ * decode.c walks these rows with one loop. Field names are the man page's,
  * except where a body field would collide with a trailer field of another
  * meaning (noted at the row). Process and thread ids are u32 in the ABI
  * but pid_t in meaning (-1: none, as in a synthesized kernel mmap or a
  * switch_cpu_wide from idle): they are read as signed (OP_S32). */
 #include <stdio.h>
 #include <string.h>
-#include "record.h"
+#include "layout.h"
 
 #define F(name, op) { 0, op, name }
 #define PAD { 0, OP_PAD32, NULL }

@@ -355,7 +355,7 @@ static int l_selfread_compute(lua_State *L)
   return 1;
 }
 
-int perfev_selfread_open_lib(lua_State *L)
+int perfev_ring_read_open_lib(lua_State *L)
 {
   lua_pushcfunction(L, l_selfread_compute);
   lua_setfield(L, -2, "_selfread_compute");

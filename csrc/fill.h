@@ -1,11 +1,11 @@
-/* How the decoder (record.c) fills the Lua table of a record
- * (record_table.c): key strings looked up once per iteration rather than
+/* How the decoder (decode.c) fills the Lua table of a record
+ * (fill.c): key strings looked up once per iteration rather than
  * hashed and compared on every set, and decoding every record into one
  * table (the `into` option) without allocating. Internal to the decoder. */
-#ifndef PERFEV_RECORD_TABLE_H
-#define PERFEV_RECORD_TABLE_H
+#ifndef PERFEV_FILL_H
+#define PERFEV_FILL_H
 
-#include "record.h"
+#include "decode.h"
 
 /* The table being filled. Keys and string values passed as `k` must be
  * static strings (the layout tables' names, literals): their address

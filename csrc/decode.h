@@ -1,0 +1,108 @@
+/* The record decoder: the decoder object (decoder.c: the layouts of a
+ * stream's attrs, how a record's layout is picked) and the decoding of one
+ * record into a Lua table (decode.c, filling it through fill.c). Shared by
+ * core.decode, the ring (ring*.c), perf.data files (perfdata*.c) and the
+ * encoder (encode*.c). */
+#ifndef PERFEV_DECODE_H
+#define PERFEV_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "perfev.h"
+#include "layout.h"
+#include "cursor.h"
+
+/* ---- the decoder object (decoder.c) ---- */
+
+/* What decoding needs of one attr, read from it once. */
+struct perfev_layout {
+  uint64_t id;
+  uint64_t sample_type, read_format, branch_sample_type;
+  uint64_t regs_user, regs_intr;
+  uint32_t trailer_size;       /* bytes of sample_id on non-sample records */
+  int sample_id_all;
+  uint64_t period;             /* the attr's sample_period (or sample_freq, its union) */
+};
+
+/* One or several layouts (a stream of several events) and where the id
+ * sits in each kind of record, to pick the layout of a record. */
+#define PERFEV_DECODER_MT "perfev.decoder"
+struct perfev_decoder {
+  int id_pos;    /* u64 index of the id after a sample's header; -1: none */
+  int is_pos;    /* u64 index of the id from the end of the trailer; -1: none */
+  int swap;      /* the records are in the other byte order: swap every integer */
+  uint64_t lost; /* LOST and LOST_SAMPLES counts seen so far */
+  size_t n;
+  struct perfev_layout layouts[];
+};
+
+/* The state of one iteration over records (perfev.decode, ring:records):
+ * the key strings, interned once; and when every record is decoded into
+ * one table (the `into` option), the keys the last record set, so that
+ * the next clears those it does not set itself, and for the nested tables
+ * whose keys depend on the attr (read, branch_stack, regs) the attr value
+ * they were last filled for, so that they are refilled in place only when
+ * their keys are the same. Its user value holds the key strings (at the
+ * index of their slot in names, plus one) and the nested tables set aside. */
+#define PERFEV_REUSE_KEYS 64
+#define PERFEV_REUSE_SHAPES 8
+#define PERFEV_NAME_SLOTS 64
+struct perfev_reuse_key {
+  const char *name;
+  int lower;     /* name is a constant's upper-case name: the key is its lower case */
+};
+struct perfev_reuse {
+  int into;      /* the records go into one table */
+  int dirty;     /* that table holds keys not listed (first record, or a decode raised) */
+  size_t nkeys, nshapes;
+  struct perfev_reuse_key keys[PERFEV_REUSE_KEYS];
+  struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
+  const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
+};
+
+/* Reads what decoding needs from a. */
+void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id);
+/* Pushes a decoder userdata with room for n layouts (filled by the caller). */
+struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n);
+/* Computes the id positions once the layouts are filled; raises when the
+ * layouts cannot share one stream. */
+void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d);
+/* Pushes the finished decoder of what perfev.decode and perfev.encode take
+ * at idx: an attr, an event, a table of attr fields, or { [id] = attr,
+ * ... } / { event, ... } for a stream of several; who names the caller. */
+struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *who);
+
+/* The layout of the record at rec (len bytes, of the given type) in *li,
+ * the id it was picked by in *id: PERFEV_PICK_OK (also when the record
+ * carries no id: layout 0), PERFEV_PICK_SHORT when the record is too
+ * short to hold its id, PERFEV_PICK_NO_ATTR when no layout has that id. */
+enum { PERFEV_PICK_OK, PERFEV_PICK_SHORT, PERFEV_PICK_NO_ATTR };
+int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec, size_t len,
+                        uint32_t type, size_t *li, uint64_t *id);
+
+/* ---- decoding one record (decode.c) ---- */
+
+/* Reads the header at p (8 bytes), byte-swapped when swap. */
+void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h);
+
+/* Decodes the record of len bytes at rec (its header included; off is
+ * its offset in the stream, for messages) and pushes its table. Raises on
+ * a malformed record. Returns the index of the layout used. */
+size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
+                         size_t len, size_t off);
+/* The same within an iteration: state is the stack index of its state
+ * (0: none, as decode_one); with the `into` option the record is decoded
+ * into the table at index into, which is pushed holding this record's
+ * keys alone. */
+size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
+                          const unsigned char *rec, size_t len, size_t off);
+/* Reads the options table at idx ({ into = t, swap = b }; nil: none;
+ * swap is refused unless swap is not NULL, where it is stored). Pushes
+ * the into table (or nil) and a new iteration state, and returns the
+ * state. who names the caller in errors ("perfev.decode"). */
+struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap);
+
+/* Raises "perfev.decode: malformed record at offset off ...: msg". */
+void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg);
+
+#endif

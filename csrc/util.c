@@ -1,0 +1,166 @@
+/* What every part of the core does the same way: registering a class,
+ * reporting a failed system call, reading an options table. */
+#include <stdint.h>
+#include <string.h>
+#include "perfev.h"
+
+/* ---- classes ---- */
+
+/* Whether meta defines __index itself. Read from the list, not from the
+ * metatable: a second luaopen (a new state's require) finds it filled. */
+static int has_index(const luaL_Reg *meta)
+{
+  for (; meta && meta->name; meta++)
+    if (strcmp(meta->name, "__index") == 0)
+      return 1;
+  return 0;
+}
+
+void perfev_class_register(lua_State *L, const char *mt, const luaL_Reg *meta,
+                           const luaL_Reg *methods)
+{
+  luaL_newmetatable(L, mt);
+  lua_pushstring(L, mt);   /* LuaJIT's luaL_newmetatable does not set __name */
+  lua_setfield(L, -2, "__name");
+  if (meta) {
+    lua_pushvalue(L, -1);
+    luaL_setfuncs(L, meta, 1);
+  }
+  if (methods) {
+    lua_newtable(L);
+    lua_pushvalue(L, -2);
+    luaL_setfuncs(L, methods, 1);
+    /* a class whose __index is a function (attr fields) finds its
+     * methods under __methods */
+    lua_setfield(L, -2, has_index(meta) ? "__methods" : "__index");
+  }
+  lua_pop(L, 1);
+}
+
+void perfev_class_methods(lua_State *L, const char *mt)
+{
+  luaL_getmetatable(L, mt);
+  if (lua_getfield(L, -1, "__methods") != LUA_TTABLE) {   /* a class with its own __index */
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "__index");
+  }
+  lua_remove(L, -2);
+}
+
+/* ---- system call failures ---- */
+
+int perfev_push_errno(lua_State *L, int err, const char *what)
+{
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: %s", what, strerror(err));
+  lua_pushinteger(L, err);
+  return 3;
+}
+
+/* ---- integers the kernel takes as int ---- */
+
+int perfev_int_arg(lua_State *L, int idx, lua_Integer dflt, const char *who, const char *what)
+{
+  lua_Integer v = luaL_optinteger(L, idx, dflt);
+  if (v < INT32_MIN || v > INT32_MAX)
+    luaL_error(L, "%s: %s %I is out of range (the kernel takes a 32-bit int)", who, what, v);
+  return (int)v;
+}
+
+/* ---- messages ---- */
+
+const char *perfev_clip(const char *s, char buf[PERFEV_CLIP])
+{
+  size_t n = strlen(s);
+  if (n < PERFEV_CLIP)
+    return s;
+  memcpy(buf, s, PERFEV_CLIP - 4);
+  memcpy(buf + PERFEV_CLIP - 4, "...", 4);
+  return buf;
+}
+
+/* ---- options tables ---- */
+
+/* "a, b and c": the names of opts, for the unknown-option message. */
+static void push_names(lua_State *L, const struct perfev_opt *opts)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (const struct perfev_opt *o = opts; o->name; o++) {
+    if (o != opts)
+      luaL_addstring(&b, o[1].name ? ", " : " and ");
+    luaL_addstring(&b, o->name);
+  }
+  luaL_pushresult(&b);
+}
+
+static const char *type_name(int type)
+{
+  return type == LUA_TNUMBER ? "an integer" : type == LUA_TBOOLEAN ? "a boolean"
+       : type == LUA_TTABLE ? "a table" : "a string";
+}
+
+/* Whether the value on top has the type option o takes. */
+static int type_ok(lua_State *L, const struct perfev_opt *o)
+{
+  if (o->type == LUA_TNUMBER)
+    return lua_isinteger(L, -1);
+  return lua_type(L, -1) == o->type;
+}
+
+int perfev_check_options(lua_State *L, int idx, const char *who, const struct perfev_opt *opts)
+{
+  if (lua_isnoneornil(L, idx))
+    return 0;
+  if (!lua_istable(L, idx))
+    return luaL_error(L, "%s: the options must be a table, got %s", who, luaL_typename(L, idx));
+  idx = lua_absindex(L, idx);
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    const struct perfev_opt *o = opts;
+    while (o->name && !(k && strcmp(o->name, k) == 0))
+      o++;
+    if (!o->name) {
+      char clip[PERFEV_CLIP];
+      push_names(L, opts);
+      luaL_error(L, "%s: unknown option '%s' (the options are %s)", who,
+                 k ? perfev_clip(k, clip) : luaL_typename(L, -3), lua_tostring(L, -1));
+    }
+    if (!type_ok(L, o))
+      luaL_error(L, "%s: option '%s' must be %s, got %s", who, o->name, type_name(o->type),
+                 o->type == LUA_TNUMBER && lua_type(L, -1) == LUA_TNUMBER ? "a float"
+                                                                   : luaL_typename(L, -1));
+  }
+  return 1;
+}
+
+/* Pushes option name of the table at idx and returns 1, or returns 0
+ * (nothing pushed) when it is absent or idx holds no table. */
+static int opt_get(lua_State *L, int idx, const char *name)
+{
+  if (!lua_istable(L, idx))
+    return 0;
+  if (lua_getfield(L, idx, name) != LUA_TNIL)
+    return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+int perfev_opt_bool(lua_State *L, int idx, const char *name, int dflt)
+{
+  if (!opt_get(L, idx, name))
+    return dflt;
+  dflt = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return dflt;
+}
+
+lua_Integer perfev_opt_int(lua_State *L, int idx, const char *name, lua_Integer dflt)
+{
+  lua_Integer v;
+  if (!opt_get(L, idx, name))
+    return dflt;
+  v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}

@@ -1,0 +1,58 @@
+-- Integers the kernel narrows to an int (pid, cpu, group fd, ioctl
+-- arguments, clock ids) are range-checked and refused by name rather than
+-- wrapped (pid = P + 2^32 used to count process P, cpu = maxinteger became
+-- -1), and messages echo at most a bounded part of the caller's input.
+local core = require "perfev.core"
+
+local function err_of(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "no error")
+  return err
+end
+
+describe("core integer arguments", function()
+  local a = core.attr { type = "software", config = 1 }   -- task-clock
+
+  it("core.open refuses a pid, cpu or group fd outside a 32-bit int, naming it", function()
+    local self = assert(core.open(a, 0, -1))
+    for _, c in ipairs {
+      { "pid", { 2 ^ 32 + 1, -1 } }, { "pid", { math.mininteger, -1 } },
+      { "cpu", { 0, math.maxinteger } }, { "cpu", { 0, 2 ^ 32 - 1 } },
+      { "group fd", { 0, -1, self:fileno() + 2 ^ 32 } },
+    } do
+      local err = err_of(core.open, a, table.unpack(c[2]))
+      assert.matches("perfev.open: " .. c[1] .. " %-?%d+ is out of range", err)
+    end
+    self:close()
+  end)
+
+  it("ev:refresh and ev:set_bpf refuse an argument outside an int", function()
+    local ev = assert(core.open(a, 0, -1))
+    assert.matches("ev:refresh: argument 9223372036854775807 is out of range",
+                   err_of(ev.refresh, ev, math.maxinteger), 1, true)
+    assert.matches("ev:set_bpf: argument", err_of(ev.set_bpf, ev, 2 ^ 33), 1, true)
+    ev:close()
+  end)
+
+  it("clock_ns refuses a clock id outside an int instead of reading CLOCK_REALTIME", function()
+    assert.matches("perfev.clock_ns: clock id -9223372036854775808 is out of range",
+                   err_of(core.clock_ns, math.mininteger), 1, true)
+    assert.is_true(core.clock_ns(1) > 0)   -- CLOCK_MONOTONIC by number still works
+  end)
+end)
+
+describe("core messages", function()
+  local big = ("x"):rep(1 << 20)
+  for _, c in ipairs {
+    { "unknown attr field", function() return core.attr { [big] = 1 } end },
+    { "bad attr name", function() return core.attr { sample_type = big } end },
+    { "unknown flag", function() return core.open(core.attr {}, 0, -1, nil, { big }) end },
+    { "unknown clock", function() return core.clock_ns(big) end },
+  } do
+    it("echo a bounded part of the input: " .. c[1], function()
+      local err = err_of(c[2])
+      assert.is_true(#err < 300, #err .. " bytes")
+      assert.matches("xxx%.%.%.", err)
+    end)
+  end
+end)
