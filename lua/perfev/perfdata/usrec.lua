@@ -1,7 +1,8 @@
 -- perf's own record types (PERF_RECORD_HEADER_ATTR and the others from 64
--- on) encoded from the tables the reader gives (csrc/perfdata_user.c
--- decodes them): one layout per type, a list of fields one loop walks, a
--- function per kind of field. Kernel records go through perfev.encode.
+-- on) encoded from the tables the reader gives. Their layouts are the
+-- reader's (csrc/perfdata_user.c), exported as core.PERFDATA.LAYOUT: one
+-- list of rows { kind, name, bytes } per type, walked by one loop here
+-- with a function per kind. Kernel records go through perfev.encode.
 --
 --   local usrec = require "perfev.perfdata.usrec"
 --   local bytes = usrec.encode({ type = "finished_round" })
@@ -88,11 +89,15 @@ local KIND = {}
 
 KIND.u8 = function(rec, f) return pack("=I1", field(rec, f[2])) end
 KIND.u32 = function(rec, f) return pack("=I4", field(rec, f[2]) & 0xffffffff) end
-KIND.i32 = function(rec, f) return pack("=i4", field(rec, f[2])) end
 KIND.u64 = function(rec, f) return pack("=i8", field(rec, f[2])) end
-KIND.pad = function(_, f) return ("\0"):rep(f[2]) end
+KIND.pad32 = function() return "\0\0\0\0" end
 KIND.cstr = function(rec, f) return fixed(str(rec, f[2]), f[3]) end
 KIND.bytes = function(rec, f) return str(rec, f[2]) end
+
+-- header_feature: the feature's bit, then its section's bytes
+KIND.feature = function(rec)
+  return pack("=i8", field(rec, "feat_id")) .. str(rec, "data")
+end
 
 KIND.u64s = function(rec, f)
   local t = {}
@@ -194,34 +199,8 @@ end
 -- there is nothing to write back.
 local PAYLOAD = { tracing_data = true, auxtrace = true }
 
-local F = function(kind, name, n) return { kind, name, n } end
-local OPT = { "opt" }
-local RAW = { F("bytes", "data") }
-
--- type name -> its fields, in order (tools/lib/perf/include/perf/event.h)
-local LAYOUT = {
-  header_attr = { F "attr" },
-  event_type = { F("u64", "event_id"), F("cstr", "name", 64) },
-  build_id = { F "build_id" },
-  finished_round = {},
-  finished_init = {},
-  id_index = { F "id_index" },
-  auxtrace_info = { F("u32", "auxtrace_type"), F("pad", 4), F("u64s", "priv") },
-  auxtrace_error = { F "auxtrace_error" },
-  thread_map = { F "threads" },
-  cpu_map = { F "cpus" },
-  stat_config = { F "stat_config" },
-  stat = { F("u64", "id"), F("u32", "cpu"), F("u32", "thread"), F("u64", "val"),
-           F("u64", "ena"), F("u64", "run") },
-  stat_round = { F("u64", "round_type"), F("u64", "time") },
-  event_update = { F "event_update" },
-  time_conv = { F("u64", "time_shift"), F("u64", "time_mult"), F("u64", "time_zero"), OPT,
-                F("u64", "time_cycles"), F("u64", "time_mask"), F("u8", "cap_user_time_zero"),
-                F("u8", "cap_user_time_short") },
-  header_feature = { F("u64", "feat_id"), F("bytes", "data") },
-  compressed = RAW, compressed2 = RAW, bpf_metadata = RAW, schedstat_cpu = RAW,
-  schedstat_domain = RAW,
-}
+-- type name -> its rows, in order (tools/lib/perf/include/perf/event.h)
+local LAYOUT = core.PERFDATA.LAYOUT
 M.LAYOUT = LAYOUT
 
 -- header_feature keeps its section's own length, as perf writes it
@@ -248,8 +227,9 @@ function M.encode(rec)
     end
     local parts, layout = {}, LAYOUT[t]
     for i, f in ipairs(layout) do
-      if f == OPT then
-        if rec[layout[i + 1][2]] == nil then break end   -- what follows came with newer perf
+      if f[1] == "opt" then
+        local after = layout[i + 1]
+        if after == nil or rec[after[2]] == nil then break end   -- what follows came with newer perf
       else
         parts[#parts + 1] = KIND[f[1]](rec, f)
       end

@@ -23,7 +23,6 @@ local buildid = require "perfev.perfdata.buildid"
 
 local pack = string.pack
 local encode = core.encode
-local SAMPLE = core.SAMPLE
 
 local M = {}
 
@@ -53,29 +52,6 @@ local function is_event(v)
 end
 
 -- ---- the attrs ----
-
--- perf's positions of the id (evsel.c): in a sample, counted from the
--- start (IDENTIFIER: 0); in a sample_id trailer, counted from the end
--- (IDENTIFIER: 1). -1 without one.
-local function id_pos(st)
-  if st & SAMPLE.IDENTIFIER ~= 0 then return 0 end
-  if st & SAMPLE.ID == 0 then return -1 end
-  local n = 0
-  for _, k in ipairs { "IP", "TID", "TIME", "ADDR" } do
-    if st & SAMPLE[k] ~= 0 then n = n + 1 end
-  end
-  return n
-end
-
-local function is_pos(st)
-  if st & SAMPLE.IDENTIFIER ~= 0 then return 1 end
-  if st & SAMPLE.ID == 0 then return -1 end
-  local n = 1
-  for _, k in ipairs { "CPU", "STREAM_ID" } do
-    if st & SAMPLE[k] ~= 0 then n = n + 1 end
-  end
-  return n
-end
 
 local function name_of(a)
   return names.name_of(a.type, a.config) or ("%d:%d"):format(a.type, a.config)
@@ -135,9 +111,10 @@ local function check_entries(list)
   end
   if #list == 1 then return end
   local a1 = list[1].attr
+  local id1, is1 = core.id_positions(a1)       -- the decoder's positions of the id
   for i, e in ipairs(list) do
-    local st = e.attr.sample_type
-    if id_pos(st) < 0 or id_pos(st) ~= id_pos(a1.sample_type) or is_pos(st) ~= is_pos(a1.sample_type) then
+    local id, is = core.id_positions(e.attr)
+    if id < 0 or id ~= id1 or is ~= is1 then
       fail("attrs[%d] ('%s'): with several events every sample_type needs 'identifier' (or 'id' at " ..
            "the same place in all), as perf requires to tell the events apart", i, e.name)
     end
