@@ -254,6 +254,29 @@ static void set_field(lua_State *L, int aidx, const struct perfev_field *f, int 
   field_set(a, f, v);
 }
 
+/* The name of a string field (uprobe_path, kprobe_func) whose pointer
+ * the attr at idx does not own: non-zero, and not the address of the
+ * string it keeps for it (an attr from bytes, or an event's copy, holds
+ * another process's or a collected string's address). NULL when none. */
+const char *perfev_attr_foreign_string(lua_State *L, int idx)
+{
+  const struct perfev_attr *a = perfev_attr_check(L, idx);
+  const char *found = NULL;
+  perfev_getiuservalue(L, idx);
+  for (size_t i = 0; i < perfev_attr_nfields && !found; i++) {
+    const struct perfev_field *f = &perfev_attr_fields[i];
+    uint64_t v;
+    if (f->names != PERFEV_NAMES_CSTR || (v = field_get(a, f)) == 0)
+      continue;
+    lua_rawgeti(L, -1, f->off);
+    if (lua_type(L, -1) != LUA_TSTRING || (uint64_t)(uintptr_t)lua_tostring(L, -1) != v)
+      found = f->name;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return found;
+}
+
 /* ---- constructors ---- */
 
 struct perfev_attr *perfev_attr_check(lua_State *L, int idx)

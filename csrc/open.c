@@ -238,6 +238,40 @@ static void check_size_covers(lua_State *L, const struct perfev_attr *a, uint32_
                field, (int)usize, (int)seen);
 }
 
+/* The string field of type when it is the kprobe or uprobe PMU's (whose
+ * config1 points to a string the kernel reads), else NULL. */
+static const char *probe_string_field(uint64_t type)
+{
+  static const char *const pmus[] = { "kprobe", "uprobe" };
+  static const char *const fields[] = { "kprobe_func", "uprobe_path" };
+  for (size_t i = 0; i < sizeof pmus / sizeof pmus[0]; i++) {
+    char path[64];
+    unsigned long long t;
+    FILE *f;
+    int n;
+    snprintf(path, sizeof path, "/sys/bus/event_source/devices/%s/type", pmus[i]);
+    if (!(f = fopen(path, "re")))
+      continue;
+    n = fscanf(f, "%llu", &t);
+    fclose(f);
+    if (n == 1 && t == type)
+      return fields[i];
+  }
+  return NULL;
+}
+
+/* A probe attr's string pointer must be one the attr owns: the kernel
+ * would read whatever memory an attr from bytes points at. */
+static void check_strings(lua_State *L, const struct perfev_attr *a)
+{
+  const char *field = perfev_attr_foreign_string(L, 1)
+                        ? probe_string_field(perfev_attr_u64(a, "type")) : NULL;
+  if (field)
+    luaL_error(L, "perfev.open: the attr's %s is an address it holds no string for (an attr "
+                  "from bytes or a file, or an event's copy): set attr.%s to the string first",
+               field, field);
+}
+
 /* core.open(attr, pid, cpu, group, flags) */
 int perfev_open(lua_State *L)
 {
@@ -253,6 +287,7 @@ int perfev_open(lua_State *L)
                          "%d..%d", (int)usize, PERF_ATTR_SIZE_VER0, PERF_ATTR_SIZE_VER0,
                       PERFEV_ATTR_SIZE);
   check_size_covers(L, a, usize);
+  check_strings(L, a);
   c.attr = a;
   c.cpu = perfev_int_arg(L, 3, -1, "perfev.open", "cpu");
   c.group = group_arg(L, 4);

@@ -70,6 +70,29 @@ static void time_offsets(struct pd_lx *x, const struct perfev_layout *l)
                                               PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)));
 }
 
+/* The attrs entry on top, { attr = <perfev.attr>, ids = { integer... } },
+ * checked: what is wrong raises naming attrs[i] and the field. */
+static void check_entry(lua_State *L, const struct pd_reader *r, size_t i)
+{
+  if (!lua_istable(L, -1))
+    pd_error(L, r, "attrs[%zu] must be a table { attr =, ids =, name = }, got %s", i,
+             luaL_typename(L, -1));
+  lua_getfield(L, -1, "attr");
+  if (!luaL_testudata(L, -1, PERFEV_ATTR_MT))
+    pd_error(L, r, "attrs[%zu].attr must be a perfev.attr, got %s", i, luaL_typename(L, -1));
+  lua_getfield(L, -2, "ids");
+  if (!lua_isnil(L, -1) && !lua_istable(L, -1))
+    pd_error(L, r, "attrs[%zu].ids must be a list of ids, got %s", i, luaL_typename(L, -1));
+  for (size_t j = 1; lua_istable(L, -1) && j <= lua_rawlen(L, -1); j++) {
+    lua_rawgeti(L, -1, (lua_Integer)j);
+    if (!lua_isinteger(L, -1))
+      pd_error(L, r, "attrs[%zu].ids[%zu] must be an integer, got %s", i, j,
+               luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+}
+
 /* Builds the decoder from the attrs list (uservalue ATTRS: { attr =, ids =,
  * name = } each): one layout per id, or a single one for a single attr;
  * refills the names table. Raises when the attrs cannot share a stream. */
@@ -95,7 +118,7 @@ static void rebuild(lua_State *L, int ridx)
   }
   for (size_t i = 1; i <= nattrs; i++) {
     lua_rawgeti(L, attrs, (lua_Integer)i);
-    luaL_checktype(L, -1, LUA_TTABLE);
+    check_entry(L, r, i);
     lua_getfield(L, -1, "ids");
     nids += lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
     lua_getfield(L, -2, "name");
@@ -422,7 +445,10 @@ static int l_records(lua_State *L)
       for (size_t i = 1; i <= lua_rawlen(L, -1); i++) {
         lua_Integer t;
         lua_rawgeti(L, -1, (lua_Integer)i);
-        t = luaL_checkinteger(L, -1);
+        if (!lua_isinteger(L, -1))
+          return luaL_error(L, "perfev.perfdata: records: types[%d] must be an integer, got %s",
+                            (int)i, luaL_typename(L, -1));
+        t = lua_tointeger(L, -1);
         if (t >= 0 && t < 256)
           it->want[t / 8] |= (unsigned char)(1u << (t % 8));
         lua_pop(L, 1);

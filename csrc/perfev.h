@@ -76,6 +76,9 @@ struct perfev_attr *perfev_attr_check(lua_State *L, int idx);
 /* Pushes a new attr built from the value at idx (attr: copied; table: fields set). */
 struct perfev_attr *perfev_attr_from(lua_State *L, int idx);
 uint64_t perfev_attr_u64(const struct perfev_attr *a, const char *field);
+/* The string field (uprobe_path, kprobe_func) of the attr at idx that holds
+ * a pointer the attr does not own, or NULL. */
+const char *perfev_attr_foreign_string(lua_State *L, int idx);
 void perfev_attr_set_u64(struct perfev_attr *a, const char *field, uint64_t v);
 /* Name of the first field at or after byte offset off that is non-zero, or NULL. */
 const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off);

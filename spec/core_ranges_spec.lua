@@ -56,3 +56,56 @@ describe("core messages", function()
     end)
   end
 end)
+
+describe("core attr strings", function()
+  local function uprobe_type()
+    local f = io.open("/sys/bus/event_source/devices/uprobe/type")
+    local t = f and tonumber(f:read("l"))
+    if f then f:close() end
+    return t
+  end
+
+  it("an attr from bytes owns no uprobe_path until one is set; opening it is a clear error", function()
+    local t = uprobe_type()
+    if not t then
+      pending("no uprobe PMU on this kernel (/sys/bus/event_source/devices/uprobe)")
+      return
+    end
+    local a = core.attr { type = t, uprobe_path = "/bin/true", probe_offset = 0 }
+    local b = core.attr_from_bytes(a:bytes())
+    assert.is_number(b.uprobe_path)   -- an address, not a string it holds
+    local ok, err = pcall(core.open, b, -1, 0)
+    assert.is_false(ok)
+    assert.matches("uprobe_path is an address it holds no string for", err, 1, true)
+    b.uprobe_path = "/bin/true"
+    assert.equal("/bin/true", b.uprobe_path)
+    ok, err = pcall(core.open, b, -1, 0)   -- the kernel may refuse offset 0: not our error
+    assert.is_true(ok, err)
+    if err then err:close() end
+  end)
+
+  it("config1 of an attr from bytes of another type is a number, opened as it is", function()
+    local a = core.attr { type = "software", config = 1, config1 = 5 }
+    local b = core.attr_from_bytes(a:bytes())
+    assert.equal(5, b.config1)
+    local ev = assert(core.open(b, 0, -1))
+    ev:close()
+  end)
+end)
+
+describe("core messages name the field", function()
+  it("set_attrs names the entry and field instead of 'bad argument #-1'", function()
+    local r = core.perfdata_reader(io.tmpfile(), {})
+    for _, c in ipairs {
+      { { { attr = 1 } }, "attrs[1].attr must be a perfev.attr, got number" },
+      { { 5 }, "attrs[1] must be a table" },
+      { { { attr = core.attr {}, ids = { "x" } } }, "attrs[1].ids[1] must be an integer, got string" },
+    } do
+      local ok, err = pcall(r.set_attrs, r, c[1])
+      assert.is_false(ok)
+      assert.matches(c[2], err, 1, true)
+      assert.is_nil(err:find("#-1", 1, true))
+    end
+    r:close()
+  end)
+end)
