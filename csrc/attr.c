@@ -134,7 +134,8 @@ static uint64_t name_value(lua_State *L, const struct perfev_field *f, const cha
     perfev_consts_get(f->names == PERFEV_NAMES_REGS ? "REG" : f->consts);
   if (n == 0 || n >= sizeof buf) {
     char clip[PERFEV_CLIP];
-    luaL_error(L, "perfev.attr: field '%s': bad name '%s'", f->name, perfev_clip(s, clip));
+    return (uint64_t)luaL_error(L, "perfev.attr: field '%s': bad name '%s'", f->name,
+                                perfev_clip(s, clip));
   }
   memcpy(buf, s, n);
   buf[n] = '\0';
