@@ -20,6 +20,37 @@
  * plain Lua 5.1 lacks them and is not supported. */
 #  define lua_getuservalue(L, i) lua_getfenv((L), (i))
 #  define lua_setuservalue(L, i) lua_setfenv((L), (i))
+#  define lua_absindex(L, i) ((i) > 0 || (i) <= LUA_REGISTRYINDEX ? (i) : lua_gettop(L) + (i) + 1)
+/* 5.1's lua_getfield, lua_rawget and lua_rawgeti return nothing; from 5.3
+ * on they return the type of the value pushed, which the core tests. */
+static inline int perfev_getfield(lua_State *L, int i, const char *k)
+{
+  lua_getfield(L, i, k);
+  return lua_type(L, -1);
+}
+static inline int perfev_rawget(lua_State *L, int i)
+{
+  lua_rawget(L, i);
+  return lua_type(L, -1);
+}
+static inline int perfev_rawgeti(lua_State *L, int i, lua_Integer n)
+{
+  lua_rawgeti(L, i, (int)n);
+  return lua_type(L, -1);
+}
+#  define lua_getfield(L, i, k) perfev_getfield((L), (i), (k))
+#  define lua_rawget(L, i) perfev_rawget((L), (i))
+#  define lua_rawgeti(L, i, n) perfev_rawgeti((L), (i), (n))
+/* LuaJIT's io library keeps a FILE * first in its file userdata (and NULL
+ * once closed), under the same LUA_FILEHANDLE name. */
+#  include <stdio.h>
+#  include <lualib.h>
+typedef struct { FILE *f; } luaL_Stream;
+#  define PERFEV_STREAM_CLOSED(s) ((s)->f == NULL)
+#endif
+
+#ifndef PERFEV_STREAM_CLOSED
+#  define PERFEV_STREAM_CLOSED(s) ((s)->closef == NULL)
 #endif
 
 #if LUA_VERSION_NUM < 503

@@ -553,7 +553,7 @@ static int l_reader(lua_State *L)
   const char *name;
   lua_settop(L, 2);
   perfev_check_options(L, 2, "perfev.perfdata_reader", opts);
-  if (s->closef == NULL)
+  if (PERFEV_STREAM_CLOSED(s))
     return luaL_error(L, "perfev.perfdata: the file is closed");
   bufsize = perfev_opt_int(L, 2, "bufsize", (lua_Integer)PD_DEFAULT_BUF);
   if (bufsize < (lua_Integer)PD_MIN_BUF)

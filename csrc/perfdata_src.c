@@ -16,7 +16,7 @@
 
 static FILE *fp_of(lua_State *L, struct pd_reader *r)
 {
-  if (r->closed || !r->stream || r->stream->closef == NULL)
+  if (r->closed || !r->stream || PERFEV_STREAM_CLOSED(r->stream))
     pd_error(L, r, "the file was closed");
   return r->stream->f;
 }

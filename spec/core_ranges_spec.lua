@@ -42,7 +42,7 @@ describe("core integer arguments", function()
 end)
 
 describe("core messages", function()
-  local big = ("x"):rep(1 << 20)
+  local big = ("x"):rep(1048576)
   for _, c in ipairs {
     { "unknown attr field", function() return core.attr { [big] = 1 } end },
     { "bad attr name", function() return core.attr { sample_type = big } end },
