@@ -312,22 +312,22 @@ static int l_group_tostring(lua_State *L)
 
 int perfev_group_open_lib(lua_State *L)
 {
+  static const luaL_Reg meta[] = {
+    { "__close", l_group_close }, { "__tostring", l_group_tostring }, { NULL, NULL }
+  };
   static const luaL_Reg methods[] = {
     { "members", l_group_members }, { "close", l_group_close }, { NULL, NULL }
   };
   static const char *const keys[] = { "raw", "lost", "time_enabled", "time_running" };
-  luaL_newmetatable(L, PERFEV_GROUP_MT);
-  lua_pushcfunction(L, l_group_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_group_tostring);
-  lua_setfield(L, -2, "__tostring");
-  luaL_newlib(L, methods);
-  lua_pushvalue(L, -2);
+  perfev_class_register(L, PERFEV_GROUP_MT, meta, methods);
+  /* read refills a caller's table: the result keys are its upvalues
+   * (UP_RAW ...), after the metatable every method has as upvalue 1 */
+  perfev_class_methods(L, PERFEV_GROUP_MT);
+  luaL_getmetatable(L, PERFEV_GROUP_MT);
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     lua_pushstring(L, keys[i]);
   lua_pushcclosure(L, l_group_read, 5);
   lua_setfield(L, -2, "read");
-  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_group_reader);
   lua_setfield(L, -2, "group_reader");
