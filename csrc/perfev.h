@@ -165,6 +165,7 @@ int perfev_encode_open_lib(lua_State *L);   /* core.encode */
 
 /* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
 int perfev_clock_open_lib(lua_State *L);
+int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler*.c) */
 
 /* ---- perf.data reader (perfdata*.c) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */

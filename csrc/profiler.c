@@ -1,0 +1,595 @@
+/* The Lua-function profiler's engine (perfev.profile, lua/perfev/profile.lua):
+ * a sampling perf event on this thread delivers a real-time signal at each
+ * overflow (fcntl F_SETOWN_EX to this thread, F_SETSIG, O_ASYNC,
+ * wakeup_events = 1); the signal handler only arms a one-shot hook with
+ * lua_sethook, which Lua documents as safe to call from a signal handler
+ * (lua.c stops a script on SIGINT that way); the hook, in Lua context,
+ * drains the event's ring for the samples' periods, records the Lua stack
+ * weighted by them, and disarms. Between samples no hook runs.
+ *
+ * The hook is armed with COUNT (next instruction of a Lua function), RET
+ * (a C function returning: a sample taken inside string.rep lands on
+ * string.rep) and CALL (a function being entered: the sample belongs to
+ * its caller, so the callee's frame is left out).
+ *
+ * Coroutines: Lua 5.3/5.4 hooks belong to one lua_State (coroutine), so the
+ * handler arms the one running: the Lua layer replaces coroutine.resume and
+ * coroutine.wrap while profiling with closures from p:wrappers(), which
+ * track the running coroutine and the chain of resumers (p->chain), whose
+ * stacks are recorded under the coroutine's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "perfev.h"
+#include "profiler.h"
+#include "ring.h"
+
+#define PROFILER_MT "perfev.profiler"
+#define MAX_FRAMES 512      /* per sample, all threads of the chain together */
+#define MAX_CHAIN 64        /* nested resumes tracked */
+#ifndef TRAP_PERF
+#define TRAP_PERF 6                 /* si_code of attr.sigtrap (kernel 5.13), not in glibc 2.36 */
+#endif
+#define HOOK_MASK (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET)
+
+struct chain_link {
+  lua_State *co, *resumer;
+};
+
+struct profiler {
+  int fd;                             /* the event's fd (the event userdata owns it) */
+  struct perfev_ring *ring;           /* its ring (kept alive by the uservalue) */
+  int signo, running, ref;
+  int sigtrap;                        /* attr.sigtrap: SIGTRAP, TRAP_PERF, si_perf_data */
+  uint64_t cookie;                    /* attr.sig_data: which sigtrap event is ours */
+  struct sigaction old_action;        /* restored at stop */
+  lua_State *owner;                   /* the state p:start() ran in */
+  lua_State *_Atomic current;         /* the coroutine running now */
+  lua_State *_Atomic armed;           /* the state our hook is set on, or NULL */
+  lua_Hook prev_hook;                 /* what `armed` had before: restored, chained */
+  int prev_mask, prev_count;
+  struct chain_link chain[MAX_CHAIN];
+  int depth;
+  volatile sig_atomic_t oom;
+  uint64_t signals, hooks, samples, lost, weight, unattributed, truncated;
+  struct prof_agg agg;
+};
+
+/* The profiler running on this thread. A signal handler receives no
+ * context of ours, and the overflow signal goes to this thread alone
+ * (F_OWNER_TID): a thread-local pointer is the one way from the handler to
+ * the lua_State. Set by p:start(), cleared by p:stop(); one per thread is
+ * also what makes a second profiler on the same thread an error. */
+static _Thread_local struct profiler *active;
+
+static void on_hook(lua_State *L, lua_Debug *ar);
+
+/* Sets our one-shot hook on T, keeping what T had to restore and chain.
+ * Called from the signal handler and from the coroutine wrappers (where a
+ * signal may interrupt it: every step is idempotent). */
+static void arm(struct profiler *p, lua_State *T)
+{
+  lua_Hook h = lua_gethook(T);
+  if (h != on_hook) {
+    p->prev_hook = h;
+    p->prev_mask = h ? lua_gethookmask(T) : 0;
+    p->prev_count = h ? lua_gethookcount(T) : 0;
+  }
+  atomic_store(&p->armed, T);
+  lua_sethook(T, on_hook, HOOK_MASK | p->prev_mask, 1);
+}
+
+/* Gives T back the hook it had before arm (the user's, or none). */
+static void restore_hook(const struct profiler *p, lua_State *T)
+{
+  lua_sethook(T, p->prev_hook, p->prev_mask, p->prev_count);
+}
+
+/* si_perf_data, which glibc's siginfo_t does not name: the long after
+ * si_addr (the kernel's asm-generic/siginfo.h, _sigfault._perf._data). */
+static unsigned long perf_data(const siginfo_t *si)
+{
+  unsigned long v;
+  memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof v);
+  return v;
+}
+
+/* Whether the signal is this profiler's event's, else hands it on. */
+static int ours(const struct profiler *p, int sig, siginfo_t *si, void *uc)
+{
+  if (!p->sigtrap)                /* F_SETSIG puts the fd in si_fd */
+    return si->si_fd == p->fd;
+  if (si->si_code == TRAP_PERF && perf_data(si) == (unsigned long)p->cookie)
+    return 1;
+  /* somebody else's SIGTRAP: to the handler that was there */
+  if (p->old_action.sa_flags & SA_SIGINFO)
+    p->old_action.sa_sigaction(sig, si, uc);
+  else if (p->old_action.sa_handler != SIG_DFL && p->old_action.sa_handler != SIG_IGN)
+    p->old_action.sa_handler(sig);
+  return 0;
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+  struct profiler *p = active;
+  if (!p || sig != p->signo)       /* after stop */
+    return;
+  int saved = errno;
+  if (!ours(p, sig, si, uc)) {
+    errno = saved;
+    return;
+  }
+  p->signals++;
+  lua_State *T = atomic_load(&p->current);
+  if (T)
+    arm(p, T);
+  errno = saved;
+}
+
+/* ---- the ring: the samples' periods (sample_type is PERIOD alone) ---- */
+
+static void ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n)
+{
+  unsigned char *d = dst;
+  for (size_t i = 0; i < n; i++)
+    d[i] = r->data[(pos + i) & (r->data_size - 1)];
+}
+
+/* Sums the periods of the samples the ring holds and consumes them: the
+ * weight of the stack recorded now. A hook that comes late (a long C call)
+ * gets all the samples taken meanwhile. */
+static uint64_t drain(struct profiler *p, uint64_t *nsamples)
+{
+  struct perf_event_mmap_page *pg = p->ring->page;
+  uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = pg->data_tail, w = 0, n = 0;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    struct perf_event_header h;
+    ring_copy(p->ring, tail, &h, sizeof h);
+    if (h.size < sizeof h)
+      break;                            /* cannot happen; never loop forever */
+    uint64_t v;
+    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
+      ring_copy(p->ring, tail + sizeof h, &v, 8);
+      w += v;
+      n++;
+    } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
+      p->lost += v;
+    }
+    tail += h.size;
+  }
+  __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+  p->samples += n;
+  *nsamples = n;
+  return w;
+}
+
+/* ---- the hook: the stack of the sample ---- */
+
+static char what_code(const char *what)
+{
+  return what[0] == 'C' ? 'C' : what[0] == 'm' ? 'm' : 'L';
+}
+
+/* The thread that resumed co, from the chain of resumes, or NULL. */
+static lua_State *resumer_of(const struct profiler *p, const lua_State *co)
+{
+  for (int i = p->depth - 1; i >= 0; i--)
+    if (p->chain[i].co == co)
+      return p->chain[i].resumer;
+  return NULL;
+}
+
+/* Appends T's frames from level `from`, leaf first; returns the new count,
+ * or -1 when out of memory. Sets *full when MAX_FRAMES was reached. */
+static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n, int *full)
+{
+  lua_Debug d;
+  for (int lv = from; lua_getstack(T, lv, &d); lv++) {
+    if (n == MAX_FRAMES - 1) {
+      *full = 1;
+      return n;
+    }
+    lua_getinfo(T, "Sln", &d);
+    struct prof_key k = { d.name, d.short_src, d.linedefined, d.currentline, what_code(d.what) };
+    long id = prof_agg_frame(&p->agg, &k);
+    if (id < 0)
+      return -1;
+    ids[n++] = (uint32_t)id;
+  }
+  return n;
+}
+
+static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint64_t nsamples)
+{
+  uint32_t ids[MAX_FRAMES];
+  int n = 0, full = 0;
+  /* the coroutine's frames, then its resumer's (minus the original resume
+   * our wrapper called: level 0 there), and so on down to the main thread */
+  for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = 1)
+    n = walk(p, T, from, ids, n, &full);
+  if (n >= 0 && full) {
+    struct prof_key k = { "[truncated]", "", -1, -1, 't' };
+    long id = prof_agg_frame(&p->agg, &k);
+    ids[n++] = (uint32_t)id;
+    p->truncated++;
+    if (id < 0)
+      n = -1;
+  }
+  if (n < 0) {
+    p->oom = 1;
+    return;
+  }
+  for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
+    uint32_t t = ids[i];
+    ids[i] = ids[j];
+    ids[j] = t;
+  }
+  if (prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) != 0)
+    p->oom = 1;
+  else
+    p->weight += w;
+}
+
+static int event_mask(int event)
+{
+#ifdef LUA_HOOKTAILCALL
+  if (event == LUA_HOOKTAILCALL)
+    return LUA_MASKCALL;
+#endif
+  return 1 << event;
+}
+
+static void on_hook(lua_State *L, lua_Debug *ar)
+{
+  struct profiler *p = active;
+  if (!p) {                       /* left on a coroutine by a stopped profiler */
+    lua_sethook(L, NULL, 0, 0);
+    return;
+  }
+  /* disarm first: a signal from here on arms the hook again */
+  lua_State *expected = L;
+  int mine = atomic_compare_exchange_strong(&p->armed, &expected, NULL);
+  lua_Hook chained = p->prev_hook;
+  int chained_mask = p->prev_mask;
+  restore_hook(p, L);
+  if (mine && !p->oom) {
+    uint64_t n, w = drain(p, &n);
+    if (w) {
+      p->hooks++;
+      int callee = ar->event != LUA_HOOKRET && ar->event != LUA_HOOKCOUNT &&
+                   ar->event != LUA_HOOKLINE;
+      record(p, L, callee ? 1 : 0, w, n);
+    }
+  }
+  /* the user's hook, for the events it asked for (last: it may raise) */
+  if (chained && (chained_mask & event_mask(ar->event)))
+    chained(L, ar);
+}
+
+/* ---- start and stop ---- */
+
+static struct profiler *check_profiler(lua_State *L)
+{
+  return (struct profiler *)luaL_checkudata(L, 1, PROFILER_MT);
+}
+
+/* A real-time signal nobody handles: its disposition is SIG_DFL. */
+static int free_signal(int want)
+{
+  for (int s = want ? want : SIGRTMIN + 8; s <= SIGRTMAX; s++) {
+    struct sigaction sa;
+    if (sigaction(s, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL)
+      return s;
+    if (want)
+      break;
+  }
+  return -1;
+}
+
+/* Routes the event's overflow signal to this thread. 0 or an errno. */
+static int route_signal(int fd, int signo)
+{
+  struct f_owner_ex owner = { F_OWNER_TID, gettid() };
+  if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signo) != 0)
+    return errno;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_ASYNC) != 0)
+    return errno;
+  return 0;
+}
+
+/* Stops the signals and takes those already queued, with the handler still
+ * ours (after it is gone, a queued real-time signal would kill the process). */
+static int quiesce(struct profiler *p)
+{
+  int err = 0;
+  if (ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0) != 0)
+    err = errno;
+  int fl = fcntl(p->fd, F_GETFL);
+  if (fl < 0 || (!p->sigtrap && fcntl(p->fd, F_SETFL, fl & ~O_ASYNC) != 0))
+    err = err ? err : errno;
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, p->signo);
+  if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0)
+    return err ? err : EINVAL;
+  struct timespec zero = { 0, 0 };
+  while (sigtimedwait(&set, NULL, &zero) == p->signo)
+    ;
+  if (sigaction(p->signo, &p->old_action, NULL) != 0)
+    err = err ? err : errno;
+  if (pthread_sigmask(SIG_SETMASK, &old, NULL) != 0)
+    err = err ? err : EINVAL;
+  return err;
+}
+
+/* Undoes start: signals, hooks, the thread-local pointer, the anchor. */
+static int stop(lua_State *L, struct profiler *p)
+{
+  if (!p->running)
+    return 0;
+  int err = quiesce(p);
+  lua_State *T = atomic_exchange(&p->armed, NULL);
+  if (T && lua_gethook(T) == on_hook)
+    restore_hook(p, T);
+  uint64_t n;
+  p->unattributed += drain(p, &n);
+  p->running = 0;
+  p->depth = 0;
+  atomic_store(&p->current, NULL);
+  if (active == p)
+    active = NULL;
+  luaL_unref(L, LUA_REGISTRYINDEX, p->ref);
+  p->ref = LUA_NOREF;
+  return err;
+}
+
+static int fail_errno(lua_State *L, int err, const char *what)
+{
+  return luaL_error(L, "perfev.profile: %s: %s", what, strerror(err));
+}
+
+/* p:start() -> p. Raises when a profiler runs on this thread already. */
+static int l_start(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  if (p->running)
+    return luaL_error(L, "perfev.profile: this profiler is running already");
+  if (active)
+    return luaL_error(L, "perfev.profile: a profiler is running on this thread already "
+                         "(stop it first: one per thread)");
+  if (!p->ring->page)
+    return luaL_error(L, "perfev.profile: the event's ring is closed");
+  int want = (int)luaL_optinteger(L, 2, 0);
+  int signo = p->sigtrap ? SIGTRAP : free_signal(want);
+  if (signo < 0)
+    return want ? luaL_error(L, "perfev.profile: signal %d is in use (it has a handler)", want)
+                : luaL_error(L, "perfev.profile: no free real-time signal");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(signo, &sa, &p->old_action) != 0)
+    return fail_errno(L, errno, "sigaction");
+  p->signo = signo;
+  p->owner = L;
+  p->depth = 0;
+  atomic_store(&p->current, L);
+  atomic_store(&p->armed, NULL);
+  p->prev_hook = NULL;
+  p->prev_mask = p->prev_count = 0;
+  lua_pushvalue(L, 1);
+  p->ref = luaL_ref(L, LUA_REGISTRYINDEX);   /* alive while running, whatever the caller keeps */
+  active = p;
+  p->running = 1;
+  int err = p->sigtrap ? 0 : route_signal(p->fd, signo);
+  if (!err && ioctl(p->fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
+    err = errno;
+  if (err) {
+    stop(L, p);
+    return fail_errno(L, err, "arming the event's signal");
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* p:stop() -> p (a no-op when stopped). */
+static int l_stop(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  int err = stop(L, p);
+  if (err)
+    return fail_errno(L, err, "stop");
+  lua_settop(L, 1);
+  return 1;
+}
+
+static void set_u64(lua_State *L, const char *k, uint64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* p:read() -> { frames = { {name, source, linedefined, line, what} ... },
+ *               stacks = { {frame ids, root first; weight, samples} ... },
+ *               signals, hooks, samples, lost, weight, unattributed, truncated, signal } */
+static int l_read(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  if (p->oom)
+    return luaL_error(L, "perfev.profile: out of memory while recording stacks");
+  prof_agg_push(L, &p->agg);
+  set_u64(L, "signals", p->signals);
+  set_u64(L, "hooks", p->hooks);
+  set_u64(L, "samples", p->samples);
+  set_u64(L, "lost", p->lost);
+  set_u64(L, "weight", p->weight);
+  set_u64(L, "unattributed", p->unattributed);
+  set_u64(L, "truncated", p->truncated);
+  set_u64(L, "signal", (uint64_t)p->signo);
+  return 1;
+}
+
+static int l_running(lua_State *L)
+{
+  lua_pushboolean(L, check_profiler(L)->running);
+  return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  stop(L, p);
+  prof_agg_free(&p->agg);
+  return 0;
+}
+
+/* ---- the coroutine wrappers ---- */
+
+static void enter(struct profiler *p, lua_State *co, lua_State *from)
+{
+  p->chain[p->depth].co = co;
+  p->chain[p->depth].resumer = from;
+  p->depth++;
+  atomic_store(&p->current, co);
+  lua_State *expected = from;    /* a sample pending in the resumer: take it along */
+  if (atomic_compare_exchange_strong(&p->armed, &expected, NULL)) {
+    restore_hook(p, from);
+    arm(p, co);
+  }
+}
+
+static void leave(struct profiler *p, lua_State *co, lua_State *from)
+{
+  p->depth--;
+  atomic_store(&p->current, from);
+  lua_State *expected = co;      /* a sample pending in the coroutine: to the resumer */
+  if (atomic_compare_exchange_strong(&p->armed, &expected, NULL)) {
+    restore_hook(p, co);
+    arm(p, from);
+  }
+}
+
+/* Calls upvalue `fn` with the arguments, the coroutine co marked running
+ * meanwhile; returns its results, or raises its error unchanged. */
+static int call_in(lua_State *L, int fn, lua_State *co)
+{
+  struct profiler *p = (struct profiler *)lua_touserdata(L, lua_upvalueindex(1));
+  int nargs = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(fn));
+  lua_insert(L, 1);
+  if (!p->running || !co || p->depth == MAX_CHAIN || active != p) {
+    lua_call(L, nargs, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  enter(p, co, L);
+  int st = lua_pcall(L, nargs, LUA_MULTRET, 0);
+  leave(p, co, L);
+  if (st != LUA_OK)
+    return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* coroutine.resume while profiling: upvalues (profiler, original resume) */
+static int l_co_resume(lua_State *L)
+{
+  return call_in(L, 2, lua_tothread(L, 1));
+}
+
+/* a coroutine.wrap function while profiling: upvalues (profiler, the
+ * original wrap's function, its coroutine) */
+static int l_co_wrapped(lua_State *L)
+{
+  return call_in(L, 2, lua_tothread(L, lua_upvalueindex(3)));
+}
+
+/* coroutine.wrap while profiling: upvalues (profiler, original wrap) */
+static int l_co_wrap(lua_State *L)
+{
+  lua_settop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_insert(L, 1);
+  lua_call(L, 1, 1);                       /* the original's function */
+  const char *up = lua_getupvalue(L, 1, 1);  /* its coroutine (5.3, 5.4) */
+  if (!up || !lua_isthread(L, -1)) {
+    if (up)
+      lua_pop(L, 1);
+    return 1;                              /* not what we know: left as it is */
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -3);
+  lua_pushcclosure(L, l_co_wrapped, 3);
+  return 1;
+}
+
+/* p:wrappers(resume, wrap) -> resume', wrap': coroutine.resume and
+ * coroutine.wrap that keep track of the running coroutine. */
+static int l_wrappers(lua_State *L)
+{
+  check_profiler(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, l_co_resume, 2);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_pushcclosure(L, l_co_wrap, 2);
+  return 2;
+}
+
+/* core.profiler(event, ring) -> profiler. The event must sample PERIOD
+ * alone, the ring be its own. */
+static int l_new(lua_State *L)
+{
+  struct perfev_event *ev = perfev_event_check(L, 1);
+  struct perfev_ring *r = (struct perfev_ring *)luaL_checkudata(L, 2, PERFEV_RING_MT);
+  if (perfev_attr_u64(&ev->attr, "sample_type") != PERF_SAMPLE_PERIOD)
+    return luaL_argerror(L, 1, "the event must sample 'period' alone");
+  if (!r->page || r->overwrite || r->backward)
+    return luaL_argerror(L, 2, "a forward, writable ring is needed");
+  struct profiler *p = (struct profiler *)perfev_newuserdata(L, sizeof *p);
+  memset(p, 0, sizeof *p);
+  p->fd = ev->fd;
+  p->ring = r;
+  p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
+  p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
+  p->ref = LUA_NOREF;
+  luaL_setmetatable(L, PROFILER_MT);
+  lua_createtable(L, 2, 0);                /* keeps the event and the ring alive */
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, 1);
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, 2);
+  perfev_setiuservalue(L, -2);
+  return 1;
+}
+
+int perfev_profiler_open_lib(lua_State *L)
+{
+  static const luaL_Reg methods[] = {
+    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "running", l_running },
+    { "wrappers", l_wrappers }, { NULL, NULL }
+  };
+  if (luaL_newmetatable(L, PROFILER_MT)) {
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, l_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, l_gc);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_new);
+  lua_setfield(L, -2, "profiler");
+  return 0;
+}

@@ -1,0 +1,62 @@
+/* The Lua-function profiler's C half, shared by profiler.c (signal, hook,
+ * lifecycle) and profiler_agg.c (the aggregation of stacks). */
+#ifndef PERFEV_PROFILER_H
+#define PERFEV_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "perfev.h"
+
+/* One frame as lua_getinfo("Sln") describes it, with its copies of the
+ * strings (a function's source string can be collected before read-out). */
+struct prof_frame {
+  char *name;           /* ar.name, or NULL */
+  char *src;            /* ar.short_src */
+  int linedefined;      /* -1 for C functions */
+  int line;             /* ar.currentline: the line running, or calling the frame above */
+  char what;            /* 'L' Lua, 'C' C, 'm' main chunk, 't' truncated-stack marker */
+  uint32_t hash;
+};
+
+/* One distinct stack (frame ids, root first) and what it weighs. */
+struct prof_stack {
+  size_t off;           /* into agg.ids */
+  uint32_t len, hash;
+  uint64_t weight, samples;
+};
+
+/* Interned frames and stacks: open-addressing hash tables of ids into
+ * growing arrays. Filled by the hook; allocation happens only when a frame
+ * or a stack is seen for the first time (or a table doubles). */
+struct prof_agg {
+  struct prof_frame *frames;
+  size_t nframes, capframes;
+  uint32_t *ftab;       /* frame id + 1, 0 empty; capftab slots (power of two) */
+  size_t capftab;
+  struct prof_stack *stacks;
+  size_t nstacks, capstacks;
+  uint32_t *stab;       /* stack id + 1 */
+  size_t capstab;
+  uint32_t *ids;        /* every stack's frame ids, one after the other */
+  size_t nids, capids;
+};
+
+/* A frame as the hook reads it, before it is interned. */
+struct prof_key {
+  const char *name, *src;
+  int linedefined, line;
+  char what;
+};
+
+/* Interns a frame; returns its id, or -1 when out of memory. */
+long prof_agg_frame(struct prof_agg *a, const struct prof_key *k);
+/* Adds weight and one sample to the stack ids[0..n) (root first); returns
+ * 0, or -1 when out of memory. */
+int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
+                   uint64_t samples);
+/* Pushes { frames = {...}, stacks = {...} } (see profiler.c's p:read()). */
+void prof_agg_push(lua_State *L, const struct prof_agg *a);
+/* Frees everything, leaves an empty aggregation. */
+void prof_agg_free(struct prof_agg *a);
+
+#endif
