@@ -1,0 +1,172 @@
+-- perfev.profile: where Lua code spends a perf event -- time (cpu-clock,
+-- task-clock), page faults, context switches, a tracepoint, a uprobe,
+-- hardware events where there is a PMU -- by Lua function, with the stacks
+-- weighted by the event's period. See doc/profile.md.
+--
+--   local perfev = require "perfev"
+--   local p = perfev.profile { event = "cpu-clock", freq = 999 }
+--   p:start() ; work() ; p:stop()
+--   p:write("out.svg")                -- .folded .speedscope.json .pb.gz .data .txt
+--   print(p:report())                 -- like perf report --stdio
+--   local q = perfev.profile { fn = work, args = { 1, 2 } }   -- profiled at once
+--
+-- The engine is pluggable (perfev.profile.engines): "hook" (Lua 5.3/5.4, the
+-- C core's signal-armed one-shot hook, csrc/profiler.c) and "jit" (LuaJIT,
+-- whose compiled traces run no hooks: jit.profile's stacks weighted by the
+-- event's count, lua/perfev/profile/jit.lua).
+local options = require "perfev.options"
+local data = require "perfev.profile.data"
+local output = require "perfev.profile.output"
+
+local unpack = table.unpack or unpack   -- luacheck: ignore 143
+local function pack(...) return { n = select("#", ...), ... } end
+
+local M = {}
+
+M.engines = {
+  hook = "perfev.profile.hook",
+  jit = "perfev.profile.jit",
+}
+M.DEFAULT_EVENT = "cpu-clock"
+M.DEFAULT_FREQ = 999
+
+local OPTIONS = {
+  event = "spec", freq = "number", period = "number", fn = "function", args = "table",
+  output = "string", signal = "any", pages = "number", engine = "string", name = "string",
+}
+
+local function fail(msg, level)
+  error("perfev.profile: " .. msg, level + 1)
+end
+
+local function positive_int(v)
+  return type(v) == "number" and v > 0 and v == math.floor(v) and v < 2 ^ 53
+end
+
+local function check(opts, level)
+  local bad = options.check(opts, OPTIONS, "must be a")
+  if bad then fail(bad, level + 1) end
+  if opts.freq and opts.period then fail("give 'freq' or 'period', not both", level + 1) end
+  for _, k in ipairs { "freq", "period", "pages" } do
+    if opts[k] ~= nil and not positive_int(opts[k]) then
+      fail(("option '%s' must be a positive integer, got %s"):format(k, tostring(opts[k])), level + 1)
+    end
+  end
+  if opts.engine and not M.engines[opts.engine] then
+    fail(("option 'engine': unknown engine '%s' (hook, jit)"):format(opts.engine), level + 1)
+  end
+  local s = opts.signal
+  if s ~= nil and s ~= "rt" and s ~= "sigtrap" and not positive_int(s) then
+    fail("option 'signal' must be \"rt\", \"sigtrap\" or a real-time signal number", level + 1)
+  end
+end
+
+local function default_engine()
+  if rawget(_G, "jit") and type(jit) == "table" and jit.status and jit.status() then return "jit" end
+  return "hook"
+end
+
+local Profiler = {}
+Profiler.__index = Profiler
+
+-- perfev.profile(opts) -> profiler | nil, message, errno
+-- opts: event (default "cpu-clock"), freq (999) or period, signal ("rt",
+-- "sigtrap" or a number), pages (ring data pages, 8), engine, name,
+-- fn and args (profile fn at once and return the stopped profiler),
+-- output (with fn: write the profile there).
+function M.profile(opts)
+  opts = opts or {}
+  check(opts, 2)
+  local engine = require(M.engines[opts.engine or default_engine()])
+  local e, msg, errno = engine.new {
+    event = opts.event or M.DEFAULT_EVENT,
+    freq = (not opts.period) and (opts.freq or M.DEFAULT_FREQ) or nil,
+    period = opts.period, signal = opts.signal, pages = opts.pages or 8,
+  }
+  if not e then return nil, msg, errno end
+  local p = setmetatable({ engine = e, name = opts.name, event_name = e.event_name,
+                           unit = e.unit, freq = e.freq, period = e.period }, Profiler)
+  if opts.fn then
+    p:run(opts.fn, unpack(opts.args or {}))
+    if opts.output then assert(p:write(opts.output)) end
+  end
+  return p
+end
+
+-- p:start() -> p. Raises when this or another profiler runs on this thread.
+function Profiler:start()
+  if self.running then fail("the profiler is running already", 2) end
+  self.engine:start()
+  self.running = true
+  self.t0 = os.time()
+  self.result = nil
+  return self
+end
+
+-- p:stop() -> p (the samples are read out now).
+function Profiler:stop()
+  if not self.running then return self end
+  self.running = false
+  self.engine:stop()
+  local raw = self.engine:read()
+  self.raw = raw
+  self.result = nil
+  return self
+end
+
+-- p:run(fn, ...) -> fn's results. The samples are fn's: frames below it
+-- (the caller, this module) are left out. fn's error is raised again after
+-- the profiler stopped (the profile is kept).
+function Profiler:run(fn, ...)
+  if type(fn) ~= "function" then fail("run: fn must be a function, got " .. type(fn), 2) end
+  local info = debug.getinfo(fn, "S")
+  self.root = { source = info.short_src, linedefined = info.linedefined }
+  self:start()
+  local res = pack(pcall(fn, ...))
+  self:stop()
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, res.n)
+end
+
+-- p:profile() -> the profile: { stacks = { { frames, weight, samples } },
+-- frames = { { name, source, line, linedefined, what, label, func } },
+-- weight, samples, lost, event, unit, ... } (see perfev/profile/data.lua).
+function Profiler:profile()
+  if self.running then fail("stop the profiler before reading its profile", 2) end
+  if not self.raw then fail("the profiler has not run", 2) end
+  if not self.result then
+    self.result = data.build(self.raw, { root = self.root, event = self.event_name, unit = self.unit,
+                                         freq = self.freq, period = self.period, name = self.name,
+                                         time = self.t0 })
+  end
+  return self.result
+end
+
+-- p:write(path[, format]) -> true | nil, message, errno. The format from
+-- the name (.svg .folded .speedscope.json .pb.gz .data .txt) or given.
+function Profiler:write(path, format)
+  return output.write(self:profile(), path, format)
+end
+
+-- p:format(fmt) -> the bytes of the profile in a format (not "perfdata").
+function Profiler:format(fmt)
+  return output.format(self:profile(), fmt)
+end
+
+-- p:report() -> text like perf report --stdio.
+function Profiler:report()
+  return output.format(self:profile(), "text")
+end
+
+function Profiler:close()
+  if self.running then self:stop() end
+  self.engine:close()
+end
+Profiler.__close = Profiler.close
+Profiler.__gc = Profiler.close
+
+M.Profiler = Profiler
+M.formats = output.FORMATS
+M.format_of = output.format_of
+
+return M

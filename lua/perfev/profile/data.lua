@@ -1,0 +1,171 @@
+-- The profile every output is written from: what an engine read out
+-- (frames with their running line, stacks of frame ids with their weight)
+-- given names and labels, cut to the profiled function when there is one,
+-- and grouped by function.
+--
+-- profile = {
+--   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
+--   funcs  = { { name, source, linedefined, what, label } },        -- one per function
+--   stacks = { { frames = { ids, root first }, weight, samples } },
+--   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
+--   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
+-- }
+local M = {}
+
+-- The name a frame is shown by: debug.getinfo's name, else what it is.
+local function display_name(f)
+  if f.what == "truncated" then return "[truncated]" end
+  if f.name then return f.name end
+  if f.what == "main" then return "main chunk" end
+  if f.what == "C" then return "?" end
+  return "<anonymous>"
+end
+
+-- "name (source:linedefined)", "name [C]", "main chunk (source)": the label
+-- of a function in folded stacks, flame graphs and reports (no ';').
+local function label(f, name)
+  local s
+  if f.what == "C" then s = name .. " [C]"
+  elseif f.what == "truncated" then s = name
+  elseif f.what == "main" then s = ("%s (%s)"):format(name, f.source)
+  else s = ("%s (%s:%.0f)"):format(name, f.source, f.linedefined) end
+  return (s:gsub(";", ","))
+end
+
+local function func_key(f, name)
+  return table.concat({ f.what, name, f.source or "", tostring(f.linedefined) }, "\0")
+end
+
+-- Names every frame and interns its function.
+local function name_frames(raw)
+  local frames, funcs, byfunc = {}, {}, {}
+  for i, f in ipairs(raw.frames) do
+    local name = display_name(f)
+    local k = func_key(f, name)
+    local id = byfunc[k]
+    if not id then
+      id = #funcs + 1
+      funcs[id] = { name = name, source = f.source, linedefined = f.linedefined, what = f.what,
+                    label = label(f, name) }
+      byfunc[k] = id
+    end
+    frames[i] = { name = name, source = f.source, line = f.line, linedefined = f.linedefined,
+                  what = f.what, func = id }
+  end
+  return frames, funcs
+end
+
+-- The index of the root function's first frame in ids, or nil.
+local function root_at(ids, frames, root)
+  for i, id in ipairs(ids) do
+    local f = frames[id]
+    if f.source == root.source and f.linedefined == root.linedefined and f.what ~= "C" then
+      return i
+    end
+  end
+end
+
+-- The stacks, cut at the root function (frames below it are the caller's
+-- and the profiler's), equal ones merged. Returns stacks, weight left out.
+local function cut(raw, frames, root)
+  local out, byids, outside = {}, {}, 0
+  for _, s in ipairs(raw.stacks) do
+    local from = 1
+    if root then from = root_at(s, frames, root) end
+    if from then
+      local ids = {}
+      for i = from, #s do ids[#ids + 1] = s[i] end
+      local k = table.concat(ids, ",")
+      local t = byids[k]
+      if t then
+        t.weight, t.samples = t.weight + s.weight, t.samples + s.samples
+      else
+        t = { frames = ids, weight = s.weight, samples = s.samples }
+        out[#out + 1] = t
+        byids[k] = t
+      end
+    else
+      outside = outside + s.weight
+    end
+  end
+  table.sort(out, function(a, b) return a.weight > b.weight end)
+  return out, outside
+end
+
+-- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
+-- profiled function), event, unit, freq, period, name, time.
+function M.build(raw, opts)
+  local frames, funcs = name_frames(raw)
+  local stacks, outside = cut(raw, frames, opts.root)
+  local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,
+              weight = 0, samples = 0 }
+  for _, s in ipairs(stacks) do
+    p.weight, p.samples = p.weight + s.weight, p.samples + s.samples
+  end
+  for _, k in ipairs { "lost", "signals", "hooks", "unattributed", "truncated", "mode", "signal" } do
+    p[k] = raw[k]
+  end
+  for _, k in ipairs { "event", "unit", "freq", "period", "name", "time" } do p[k] = opts[k] end
+  p.event = p.event or "?"
+  p.unit = p.unit or "events"
+  return p
+end
+
+-- by_function(profile) -> { { func, label, self, total, lines = { [line] = self } } },
+-- sorted by self weight, then total. total counts a function once per stack.
+function M.by_function(p)
+  local rows, byid = {}, {}
+  local function row(id)
+    local r = byid[id]
+    if not r then
+      r = { func = p.funcs[id], label = p.funcs[id].label, self = 0, total = 0, lines = {} }
+      byid[id] = r
+      rows[#rows + 1] = r
+    end
+    return r
+  end
+  for _, s in ipairs(p.stacks) do
+    local seen = {}
+    for _, fid in ipairs(s.frames) do
+      local id = p.frames[fid].func
+      if not seen[id] then
+        seen[id] = true
+        local r = row(id)
+        r.total = r.total + s.weight
+      end
+    end
+    local leaf = p.frames[s.frames[#s.frames]]
+    if leaf then
+      local r = row(leaf.func)
+      r.self = r.self + s.weight
+      r.lines[leaf.line] = (r.lines[leaf.line] or 0) + s.weight
+    end
+  end
+  table.sort(rows, function(a, b)
+    if a.self ~= b.self then return a.self > b.self end
+    if a.total ~= b.total then return a.total > b.total end
+    return a.label < b.label
+  end)
+  return rows
+end
+
+-- share(profile, label) -> the fraction of the weight whose leaf function
+-- has this label (or name), and the fraction of stacks through it (total).
+function M.share(p, name)
+  if p.weight == 0 then return 0, 0 end
+  for _, r in ipairs(M.by_function(p)) do
+    if r.label == name or r.func.name == name then
+      return r.self / p.weight, r.total / p.weight
+    end
+  end
+  return 0, 0
+end
+
+-- The stack's labels, root first, function by function.
+function M.labels(p, s)
+  local t = {}
+  for i, fid in ipairs(s.frames) do t[i] = p.funcs[p.frames[fid].func].label end
+  return t
+end
+
+return M

@@ -1,0 +1,94 @@
+-- The profiler's engine on Lua 5.3 and 5.4: the C core's (csrc/profiler.c).
+-- The event samples 'period' alone into a small ring; each overflow sends a
+-- signal to this thread that arms a one-shot Lua hook, which records the
+-- stack weighted by the periods the ring holds. While it runs,
+-- coroutine.resume and coroutine.wrap are replaced by versions that tell
+-- the engine which coroutine runs (Lua hooks are per coroutine).
+local perfev = require "perfev"
+local core = require "perfev.core"
+
+local M = {}
+
+-- Events that count while the thread is off the CPU: a signal per overflow
+-- would wake the thread out of the very sleep being counted, which counts
+-- another switch, and so on. attr.sigtrap delivers on the way back to user
+-- space instead, and wakes nobody.
+local OFF_CPU = { [3] = true, [4] = true }   -- PERF_COUNT_SW_CONTEXT_SWITCHES, CPU_MIGRATIONS
+local TYPE_SOFTWARE, TYPE_TRACEPOINT = 1, 2
+local CLOCKS = { [0] = true, [1] = true }    -- cpu-clock, task-clock: periods in ns
+local COOKIE = 0x70726f66                    -- attr.sig_data: "prof", tells our SIGTRAPs
+
+local function signal_mode(a, want)
+  if want == "rt" or type(want) == "number" then return "rt" end
+  if want == "sigtrap" then return "sigtrap" end
+  if a.type == TYPE_TRACEPOINT or (a.type == TYPE_SOFTWARE and OFF_CPU[a.config]) then
+    return "sigtrap"
+  end
+  return "rt"
+end
+
+local Engine = {}
+Engine.__index = Engine
+
+-- new{ event, freq | period, signal, pages } -> engine | nil, message, errno
+function M.new(o)
+  local a, name = perfev.spec.attr(o.event)
+  a = perfev.attr(a)                  -- our own copy
+  a.disabled = true
+  a.sample_type = "period"
+  if o.period then
+    a.freq = false
+    a.sample_period = o.period
+  else
+    a.freq = true
+    a.sample_freq = o.freq
+  end
+  local mode = signal_mode(a, o.signal)
+  if mode == "sigtrap" then
+    a.sigtrap, a.remove_on_exec, a.sig_data = true, true, COOKIE
+  else
+    a.wakeup_events = 1               -- a wakeup, so a signal, at every sample
+  end
+  local ev, msg, errno = perfev.open(a, { name = name })
+  if not ev then return nil, msg, errno end
+  local ring
+  ring, msg, errno = ev:mmap(o.pages)
+  if not ring then ev:close(); return nil, msg, errno end
+  local unit = (a.type == TYPE_SOFTWARE and CLOCKS[a.config]) and "nanoseconds" or "events"
+  return setmetatable({ ev = ev, ring = ring, p = core.profiler(ev, ring), signal = o.signal,
+                        mode = mode, event_name = name, unit = unit, freq = o.freq,
+                        period = o.period }, Engine)
+end
+
+function Engine:start()
+  local p = self.p
+  self.p:start(type(self.signal) == "number" and self.signal or nil)
+  -- the running coroutine, for the signal handler
+  local co = coroutine
+  self.saved = { resume = co.resume, wrap = co.wrap }
+  co.resume, co.wrap = p:wrappers(co.resume, co.wrap)
+  self.mine = { resume = co.resume, wrap = co.wrap }
+end
+
+function Engine:stop()
+  local ok, err = pcall(self.p.stop, self.p)
+  local co = coroutine
+  for _, k in ipairs { "resume", "wrap" } do
+    if co[k] == self.mine[k] then co[k] = self.saved[k] end   -- unless replaced meanwhile
+  end
+  if not ok then error(err, 0) end
+end
+
+function Engine:read()
+  local r = self.p:read()
+  r.mode = self.mode
+  return r
+end
+
+function Engine:close()
+  self.p:stop()
+  self.ring:close()
+  self.ev:close()
+end
+
+return M
