@@ -66,6 +66,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   uprobe = { "perfev.probe", "uprobe" }, kprobe = { "perfev.probe", "kprobe" },
   sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
+  profile = { "perfev.profile", "profile" },
 }
 setmetatable(M, { __index = function(t, k)
   local where = LAZY[k]

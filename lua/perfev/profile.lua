@@ -14,6 +14,7 @@
 -- C core's signal-armed one-shot hook, csrc/profiler.c) and "jit" (LuaJIT,
 -- whose compiled traces run no hooks: jit.profile's stacks weighted by the
 -- event's count, lua/perfev/profile/jit.lua).
+local core = require "perfev.core"
 local options = require "perfev.options"
 local data = require "perfev.profile.data"
 local output = require "perfev.profile.output"
@@ -99,6 +100,7 @@ function Profiler:start()
   self.engine:start()
   self.running = true
   self.t0 = os.time()
+  self.clock0 = core.clock_ns("monotonic")
   self.result = nil
   return self
 end
@@ -108,6 +110,7 @@ function Profiler:stop()
   if not self.running then return self end
   self.running = false
   self.engine:stop()
+  self.duration = core.clock_ns("monotonic") - self.clock0
   local raw = self.engine:read()
   self.raw = raw
   self.result = nil
@@ -137,7 +140,9 @@ function Profiler:profile()
   if not self.result then
     self.result = data.build(self.raw, { root = self.root, event = self.event_name, unit = self.unit,
                                          freq = self.freq, period = self.period, name = self.name,
-                                         time = self.t0 })
+                                         time = self.t0, duration = self.duration,
+                                         attr_type = self.engine.attr_type,
+                                         attr_config = self.engine.attr_config })
   end
   return self.result
 end

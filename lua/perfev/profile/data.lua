@@ -105,7 +105,10 @@ function M.build(raw, opts)
   for _, k in ipairs { "lost", "signals", "hooks", "unattributed", "truncated", "mode", "signal" } do
     p[k] = raw[k]
   end
-  for _, k in ipairs { "event", "unit", "freq", "period", "name", "time" } do p[k] = opts[k] end
+  for _, k in ipairs { "event", "unit", "freq", "period", "name", "time", "duration",
+                       "attr_type", "attr_config" } do
+    p[k] = opts[k]
+  end
   p.event = p.event or "?"
   p.unit = p.unit or "events"
   return p

@@ -57,7 +57,7 @@ function M.new(o)
   local unit = (a.type == TYPE_SOFTWARE and CLOCKS[a.config]) and "nanoseconds" or "events"
   return setmetatable({ ev = ev, ring = ring, p = core.profiler(ev, ring), signal = o.signal,
                         mode = mode, event_name = name, unit = unit, freq = o.freq,
-                        period = o.period }, Engine)
+                        period = o.period, attr_type = a.type, attr_config = a.config }, Engine)
 end
 
 function Engine:start()

@@ -1,0 +1,95 @@
+-- `perfev profile [-e EVENT] [-F FREQ | -c PERIOD] [-o FILE] script.lua [args...]`:
+-- runs a Lua script in this process under perfev.profile and writes the
+-- profile in the format the output's name asks for (.svg, .folded,
+-- .speedscope.json, .pb.gz, .data, .txt; none or "-": the text report on
+-- standard output). The profile is written also when the script raises an
+-- error or calls os.exit. A subcommand module of bin/perfev's dispatcher.
+local M = {}
+
+M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs, pprof, perf.data)"
+
+local output = require "perfev.profile.output"
+
+function M.configure(cmd)
+  cmd:option("-e --event", "The event to sample on (perf's names: cpu-clock, task-clock, "
+                           .. "page-faults, context-switches, a tracepoint ...).", "cpu-clock")
+  cmd:mutex(
+    cmd:option("-F --freq", "Samples per second."):convert(tonumber),
+    cmd:option("-c --count", "Sample every COUNT events (the sample period)."):convert(tonumber))
+  cmd:flag("--native", "Join the C (native) stacks under the Lua frames.")
+  cmd:option("-o --output", "Where to write the profile; the format from the name: "
+                            .. ".svg, .folded, .speedscope.json, .pb.gz, .data, .txt ('-': text).", "-")
+  cmd:argument("script", "The Lua script to run.")
+  cmd:argument("args", "Its arguments."):args("*")
+end
+
+local function err(msg)
+  io.stderr:write("perfev profile: ", msg, "\n")
+  return 1
+end
+
+-- os.exit inside the script ends the run, not the process, so that the
+-- profile is written first.
+local EXIT = {}
+
+local function run_script(p, chunk, args)
+  local exit = os.exit
+  os.exit = function(code)          -- luacheck: ignore 122
+    error(setmetatable({ code = code }, EXIT), 0)
+  end
+  local ok, e = pcall(p.run, p, chunk, table.unpack and table.unpack(args) or unpack(args))  -- luacheck: ignore 113
+  os.exit = exit                    -- luacheck: ignore 122
+  return ok, e
+end
+
+local function exit_code(e)
+  if getmetatable(e) ~= EXIT then return nil end
+  local c = e.code
+  if c == nil or c == true then return 0 end
+  if c == false then return 1 end
+  return tonumber(c) or 1
+end
+
+function M.run(args)
+  if args.native then
+    return err("--native (mixed native stacks) is not supported yet")
+  end
+  local path = args.output or "-"
+  local fmt, msg = output.format_of(path)
+  if not fmt then return err(msg) end
+  local chunk
+  chunk, msg = loadfile(args.script)
+  if not chunk then return err(msg) end
+  local perfev = require "perfev"
+  local ok, p, errno
+  ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
+                                              period = args.count })
+  if not ok then return err(tostring(p):gsub("^perfev%.profile: ", "")) end
+  if not p then return err(msg .. (errno and "" or "")) end
+  -- the script sees arg as under lua: arg[0] the script, arg[1..] its arguments
+  local script_args = args.args or {}
+  local saved_arg = rawget(_G, "arg")
+  local a = { [0] = args.script }
+  for i, v in ipairs(script_args) do a[i] = v end
+  rawset(_G, "arg", a)
+  local sok, e = run_script(p, chunk, script_args)
+  rawset(_G, "arg", saved_arg)
+  local code = 0
+  if not sok then
+    code = exit_code(e)
+    if not code then
+      io.stderr:write("perfev profile: ", args.script, ": ", tostring(e), "\n")
+      code = 1
+    end
+  end
+  local wok, wmsg = output.write(p:profile(), path, fmt)
+  p:close()
+  if not wok then return err(wmsg) end
+  if path ~= "-" then
+    local pr = p:profile()
+    io.stderr:write(("perfev profile: %.0f samples (%s) written to %s\n"):format(pr.samples, pr.event, path))
+  end
+  return code
+end
+
+return M
