@@ -19,7 +19,7 @@ local options = require "perfev.options"
 local data = require "perfev.profile.data"
 local output = require "perfev.profile.output"
 
-local unpack = table.unpack or unpack   -- luacheck: ignore 143
+local unpack = table.unpack or rawget(_G, "unpack")
 local function pack(...) return { n = select("#", ...), ... } end
 
 local M = {}
@@ -122,7 +122,8 @@ end
 -- the profiler stopped (the profile is kept).
 function Profiler:run(fn, ...)
   if type(fn) ~= "function" then fail("run: fn must be a function, got " .. type(fn), 2) end
-  local info = debug.getinfo(fn, "S")
+  -- the samples' frames below this function's pcall are the caller's
+  local info = debug.getinfo(1, "S")
   self.root = { source = info.short_src, linedefined = info.linedefined }
   self:start()
   local res = pack(pcall(fn, ...))

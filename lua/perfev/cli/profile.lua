@@ -37,7 +37,8 @@ local function run_script(p, chunk, args)
   os.exit = function(code)          -- luacheck: ignore 122
     error(setmetatable({ code = code }, EXIT), 0)
   end
-  local ok, e = pcall(p.run, p, chunk, table.unpack and table.unpack(args) or unpack(args))  -- luacheck: ignore 113
+  local unpack = table.unpack or rawget(_G, "unpack")
+  local ok, e = pcall(p.run, p, chunk, unpack(args))
   os.exit = exit                    -- luacheck: ignore 122
   return ok, e
 end

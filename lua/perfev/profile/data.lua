@@ -55,12 +55,15 @@ local function name_frames(raw)
   return frames, funcs
 end
 
--- The index of the root function's first frame in ids, or nil.
+-- Where the profiled function's frames start in ids (root first): after
+-- the frame of the function that ran it (root: Profiler.run) and the pcall
+-- it made. nil when the sample holds none (taken in start or stop).
 local function root_at(ids, frames, root)
   for i, id in ipairs(ids) do
     local f = frames[id]
     if f.source == root.source and f.linedefined == root.linedefined and f.what ~= "C" then
-      return i
+      if ids[i + 2] then return i + 2 end
+      return nil
     end
   end
 end
@@ -93,7 +96,7 @@ local function cut(raw, frames, root)
 end
 
 -- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
--- profiled function), event, unit, freq, period, name, time.
+-- function whose pcall ran the profiled function), event, unit, freq, period, name, time.
 function M.build(raw, opts)
   local frames, funcs = name_frames(raw)
   local stacks, outside = cut(raw, frames, opts.root)

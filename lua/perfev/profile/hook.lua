@@ -9,19 +9,28 @@ local core = require "perfev.core"
 
 local M = {}
 
--- Events that count while the thread is off the CPU: a signal per overflow
--- would wake the thread out of the very sleep being counted, which counts
--- another switch, and so on. attr.sigtrap delivers on the way back to user
--- space instead, and wakes nobody.
-local OFF_CPU = { [3] = true, [4] = true }   -- PERF_COUNT_SW_CONTEXT_SWITCHES, CPU_MIGRATIONS
-local TYPE_SOFTWARE, TYPE_TRACEPOINT = 1, 2
+-- How the overflow reaches the thread. "rt": a real-time signal through
+-- the fd (F_SETSIG), sent at once from the overflow. That is wrong for
+-- events the kernel counts on its way through a page fault or a context
+-- switch, which is every software event but the clocks, and tracepoints:
+--  * a signal pending while a page fault is handled makes the kernel
+--    abandon the fault (fault_signal_pending) to deliver it; the access is
+--    retried, faults again, is counted again, overflows again: with a small
+--    period the thread never gets past the fault;
+--  * a signal sent at a switch out wakes the thread from the very sleep
+--    being counted: every wake-up is one more switch (thousands a sleep).
+-- "sigtrap" (attr.sigtrap) queues a SIGTRAP as task work, sent on the way
+-- back to user space: after the fault is done, when the sleep is over.
+-- The clocks keep the real-time signal, which a debugger leaves alone.
+local TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_BREAKPOINT = 1, 2, 5
 local CLOCKS = { [0] = true, [1] = true }    -- cpu-clock, task-clock: periods in ns
 local COOKIE = 0x70726f66                    -- attr.sig_data: "prof", tells our SIGTRAPs
 
 local function signal_mode(a, want)
   if want == "rt" or type(want) == "number" then return "rt" end
   if want == "sigtrap" then return "sigtrap" end
-  if a.type == TYPE_TRACEPOINT or (a.type == TYPE_SOFTWARE and OFF_CPU[a.config]) then
+  if a.type == TYPE_TRACEPOINT or a.type == TYPE_BREAKPOINT
+     or (a.type == TYPE_SOFTWARE and not CLOCKS[a.config]) then
     return "sigtrap"
   end
   return "rt"

@@ -1,0 +1,292 @@
+-- perfev.profile: attribution measured against the kernel's events (the
+-- workloads' shares are known by construction), coroutines, hooks and
+-- signals given back, errors.
+local perfev = require "perfev"
+local profile = require "perfev.profile"
+local data = require "perfev.profile.data"
+
+-- Work whose cost is proportional to n (no allocation: no GC in it).
+-- Results are kept in a local before return: a tail call would replace
+-- the caller's frame.
+local function spin(n)
+  local s = 0
+  for i = 1, n do s = s + i % 7 end
+  return s
+end
+
+local function cheap() local r = spin(200000) return r end
+local function dear() local r = spin(600000) return r end
+
+-- the signal numbers this process catches now (/proc/self/status SigCgt)
+local function caught(sig)
+  local f = assert(io.open("/proc/self/status"))
+  local s = f:read("a")
+  f:close()
+  local hex = assert(s:match("SigCgt:%s*(%x+)"))
+  local bit = sig - 1
+  local nibble = tonumber(hex:sub(#hex - math.floor(bit / 4), #hex - math.floor(bit / 4)), 16) or 0
+  return math.floor(nibble / 2 ^ (bit % 4)) % 2 == 1
+end
+
+-- the stacks (labels, root first) that hold a function named name
+local function stacks_with(pr, name)
+  local out = {}
+  for _, s in ipairs(pr.stacks) do
+    for _, fid in ipairs(s.frames) do
+      if pr.frames[fid].name == name then
+        out[#out + 1] = { s = s, names = {} }
+        for i, f in ipairs(s.frames) do out[#out].names[i] = pr.frames[f].name end
+        break
+      end
+    end
+  end
+  return out
+end
+
+describe("perfev.profile", function()
+  it("is perfev.profile, and profiles a function given as fn", function()
+    assert.equal(profile.profile, perfev.profile)
+    local p = assert(perfev.profile { period = 250000, fn = function() return dear() end })
+    local pr = p:profile()
+    assert.is_true(pr.samples > 0)
+    assert.equal("cpu-clock", pr.event)
+    assert.equal("nanoseconds", pr.unit)
+    p:close()
+  end)
+
+  it("attributes cpu-clock 1:3 to two functions costing 1:3 (within 5%)", function()
+    local p = assert(perfev.profile { event = "cpu-clock", period = 250000 })
+    p:run(function()
+      for _ = 1, 30 do cheap() dear() end
+    end)
+    local pr = p:profile()
+    local a, b = select(2, data.share(pr, "cheap")), select(2, data.share(pr, "dear"))
+    local n = pr.samples
+    print(("\n  cpu-clock 1:3: cheap %.1f%%, dear %.1f%%, %d samples, %d signals, %d lost")
+          :format(100 * a, 100 * b, n, pr.signals, pr.lost))
+    assert.is_true(n >= 400, "too few samples: " .. n)
+    assert.is_true(math.abs(a - 0.25) <= 0.05, ("cheap: %.3f"):format(a))
+    assert.is_true(math.abs(b - 0.75) <= 0.05, ("dear: %.3f"):format(b))
+    -- the weight is the event's: the periods the ring gave, in ns
+    assert.equal(pr.samples * 250000, pr.weight + pr.outside)
+    assert.equal(0, pr.lost)
+    p:close()
+  end)
+
+  it("weights task-clock at a frequency by the periods the kernel chose", function()
+    local p = assert(perfev.profile { event = "task-clock", freq = 2000 })
+    p:run(function() for _ = 1, 10 do cheap() dear() end end)
+    local pr = p:profile()
+    local b = select(2, data.share(pr, "dear"))
+    assert.is_true(pr.samples > 50)
+    assert.is_true(math.abs(b - 0.75) <= 0.08, ("dear: %.3f"):format(b))
+    assert.is_true(pr.weight > 0)
+    p:close()
+  end)
+
+  it("attributes page faults to the function that touches new memory", function()
+    local function toucher()
+      local t = {}
+      for i = 1, 20 do t[i] = string.rep("x", 1048576) end   -- fresh mmap'd pages
+      return #t
+    end
+    local function thinker() local r = spin(300000) return r end
+    local p = assert(perfev.profile { event = "page-faults", period = 1 })
+    p:run(function()
+      for _ = 1, 4 do thinker() toucher() collectgarbage() end
+    end)
+    local pr = p:profile()
+    local _, total = data.share(pr, "toucher")
+    local _, thought = data.share(pr, "thinker")
+    print(("\n  page-faults: toucher %.1f%% of %d faults, thinker %.1f%%")
+          :format(100 * total, pr.weight, 100 * thought))
+    assert.is_true(pr.weight >= 4 * 20 * 200, "faults: " .. pr.weight)   -- 256 pages a MiB
+    assert.is_true(total >= 0.9, ("toucher: %.3f"):format(total))
+    assert.equal("events", pr.unit)
+    -- string.rep faulted the pages in: the C function is the leaf, named
+    local rep = data.share(pr, "rep")
+    assert.is_true(rep >= 0.5, ("rep: %.3f"):format(rep))
+    p:close()
+  end)
+
+  it("attributes context switches to the function that sleeps (sigtrap: no wake-ups)", function()
+    local function sleeper() os.execute("sleep 0.01") end
+    local function worker() local r = spin(50000) return r end
+    local p = assert(perfev.profile { event = "context-switches", period = 1 })
+    p:run(function() for _ = 1, 10 do worker() sleeper() end end)
+    local pr = p:profile()
+    local _, slept = data.share(pr, "sleeper")
+    print(("\n  context-switches: sleeper %.1f%% of %d (signal %s)"):format(100 * slept, pr.weight, pr.mode))
+    assert.equal("sigtrap", pr.mode)
+    assert.is_true(pr.weight >= 10, "switches: " .. pr.weight)
+    -- a signal that woke the sleeper would count a switch per wake-up: thousands
+    assert.is_true(pr.weight < 200, "switches: " .. pr.weight)
+    assert.is_true(slept >= 0.8, ("sleeper: %.3f"):format(slept))
+    p:close()
+  end)
+
+  describe("coroutines", function()
+    it("puts a coroutine's samples in the coroutine, over the chain of resumers", function()
+      local function in_co() local r = spin(600000) return r end
+      local function in_main() local r = spin(200000) return r end
+      local function driver()
+        for _ = 1, 10 do
+          local co = coroutine.create(function() in_co() coroutine.yield() in_co() end)
+          assert(coroutine.resume(co))
+          in_main()
+          assert(coroutine.resume(co))
+        end
+      end
+      local p = assert(perfev.profile { period = 250000 })
+      p:run(driver)
+      local pr = p:profile()
+      local _, share = data.share(pr, "in_co")
+      print(("\n  coroutine: in_co %.1f%% (expected 85.7%%)"):format(100 * share))
+      assert.is_true(math.abs(share - 6 / 7) <= 0.06, ("in_co: %.3f"):format(share))
+      local with = stacks_with(pr, "in_co")
+      assert.is_true(#with > 0)
+      for _, w in ipairs(with) do
+        -- root first: driver, then resume (the resumer's frame), then the coroutine's
+        local s = table.concat(w.names, ";")
+        assert.matches("^<anonymous>;resume;<anonymous>;in_co", s)
+      end
+      p:close()
+    end)
+
+    it("follows coroutine.wrap, nested, and gives coroutine.resume/wrap back at stop", function()
+      local resume, wrap = coroutine.resume, coroutine.wrap
+      local function inner() local r = spin(400000) return r end
+      local p = assert(perfev.profile { period = 250000 })
+      p:run(function()
+        local outer = coroutine.wrap(function()
+          local gen = coroutine.wrap(function() for _ = 1, 6 do inner() coroutine.yield() end end)
+          for _ = 1, 6 do gen() end
+        end)
+        outer()
+      end)
+      assert.equal(resume, coroutine.resume)
+      assert.equal(wrap, coroutine.wrap)
+      local pr = p:profile()
+      local with = stacks_with(pr, "inner")
+      assert.is_true(#with > 0)
+      local w = 0
+      for _, x in ipairs(with) do
+        assert.matches("^<anonymous>;outer;<anonymous>;gen;<anonymous>;inner", table.concat(x.names, ";"))
+        w = w + x.s.weight
+      end
+      assert.is_true(w / pr.weight > 0.9)
+      p:close()
+    end)
+
+    it("keeps coroutine errors and results as coroutine.resume and wrap give them", function()
+      local p = assert(perfev.profile { period = 250000 })
+      p:run(function()
+        local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) error("co " .. b) end)
+        assert.same({ true, 2 }, { coroutine.resume(co, 1) })
+        local ok, e = coroutine.resume(co, "x")
+        assert.is_false(ok)
+        assert.matches("co x", e)
+        local f = coroutine.wrap(function() error({ code = 7 }) end)
+        local ok2, e2 = pcall(f)
+        assert.is_false(ok2)
+        assert.same({ code = 7 }, e2)
+        assert.has_error(function() coroutine.resume(42) end)
+      end)
+      p:close()
+    end)
+  end)
+
+  describe("hooks and signals", function()
+    it("chains a user's hook and gives it back at stop", function()
+      local lines = 0
+      local function h() lines = lines + 1 end
+      debug.sethook(h, "l")
+      local p = assert(perfev.profile { period = 200000 })
+      p:start()
+      for _ = 1, 5 do cheap() end
+      p:stop()
+      local hook, mask, count = debug.gethook()
+      debug.sethook()
+      assert.equal(h, hook)
+      assert.equal("l", mask)
+      assert.equal(0, count)
+      assert.is_true(lines > 100)
+      assert.is_true(p:profile().samples > 0)
+      p:close()
+    end)
+
+    it("installs its signal handler while running, restores the default at stop", function()
+      local p = assert(perfev.profile { period = 200000 })
+      p:start()
+      cheap()
+      local sig = p.engine.p:read().signal
+      assert.is_true(caught(sig))
+      p:stop()
+      assert.is_false(caught(sig))
+      assert.is_nil((debug.gethook()))
+      p:close()
+    end)
+
+    it("refuses a second profiler on the same thread, clearly", function()
+      local p = assert(perfev.profile { period = 200000 })
+      local q = assert(perfev.profile { period = 200000 })
+      p:start()
+      assert.has_error(function() q:start() end,
+        "perfev.profile: a profiler is running on this thread already (stop it first: one per thread)")
+      assert.has_error(function() p:start() end, "perfev.profile: the profiler is running already")
+      p:stop()
+      q:start() ; q:stop()
+      p:close() ; q:close()
+    end)
+
+    it("stops, restoring hooks and coroutine functions, when the function raises", function()
+      local resume = coroutine.resume
+      local p = assert(perfev.profile { period = 200000 })
+      assert.has_error(function() p:run(function() cheap() error("boom") end) end, "boom")
+      assert.is_false(p.running)
+      assert.is_nil((debug.gethook()))
+      assert.equal(resume, coroutine.resume)
+      assert.is_true(p:profile().samples > 0)
+      p:start() ; p:stop()                      -- usable again
+      p:close()
+    end)
+  end)
+
+  describe("errors", function()
+    it("names an unknown event", function()
+      assert.has_error(function() perfev.profile { event = "no-such-event" } end)
+      local ok, e = pcall(perfev.profile, { event = "no-such-event" })
+      assert.is_false(ok)
+      assert.matches("no%-such%-event", e)
+    end)
+
+    it("returns perfev.open's nil, message, errno for an event this machine lacks", function()
+      local ev = perfev.open("cycles")
+      if ev then ev:close() pending("this machine has a hardware PMU: cycles opens") return end
+      local _, omsg, oerrno = perfev.open("cycles")
+      local p, msg, errno = perfev.profile { event = "cycles" }
+      assert.is_nil(p)
+      assert.equal(omsg, msg)
+      assert.equal(oerrno, errno)
+    end)
+
+    it("raises on bad options, naming them", function()
+      assert.has_error(function() perfev.profile { freq = 99, period = 10 } end,
+        "perfev.profile: give 'freq' or 'period', not both")
+      assert.has_error(function() perfev.profile { frequency = 99 } end,
+        "perfev.profile: unknown option 'frequency'")
+      assert.has_error(function() perfev.profile { freq = 0 } end,
+        "perfev.profile: option 'freq' must be a positive integer, got 0")
+      assert.has_error(function() perfev.profile { signal = "usr1" } end)
+    end)
+
+    it("raises when read before stop, or before any run", function()
+      local p = assert(perfev.profile { period = 200000 })
+      assert.has_error(function() p:profile() end, "perfev.profile: the profiler has not run")
+      p:start()
+      assert.has_error(function() p:profile() end, "perfev.profile: stop the profiler before reading its profile")
+      p:stop()
+      p:close()
+    end)
+  end)
+end)
