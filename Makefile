@@ -80,7 +80,14 @@ DEPS := cmd:$(LUA):$(LUA_DEB) \
         pc:$(LUA_PC):$(LUA_DEV_DEB) \
         cmd:busted:lua-busted \
         lua:$(LUA)/busted.runner:lua-busted \
-        cmd:luacheck:lua-check
+        cmd:luacheck:lua-check \
+        lua:$(LUA)/cjson:lua-cjson \
+        lua:$(LUA)/zlib:lua-zlib \
+        lua:$(LUA)/argparse:lua-argparse \
+        lua:$(LUA)/socket:lua-socket \
+        cmd:go:golang-go \
+        cmd:chromium:chromium \
+        cmd:npm:npm
 DEPS_CHECK := cmd:$(VALGRIND):valgrind
 DEPS_ROCK  := cmd:$(LUAROCKS):luarocks
 

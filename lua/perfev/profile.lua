@@ -62,8 +62,10 @@ local function check(opts, level)
   end
 end
 
+-- LuaJIT with its compiler on runs compiled traces without hooks: "jit".
 local function default_engine()
-  if rawget(_G, "jit") and type(jit) == "table" and jit.status and jit.status() then return "jit" end
+  local jit = rawget(_G, "jit")
+  if type(jit) == "table" and jit.status and jit.status() then return "jit" end
   return "hook"
 end
 

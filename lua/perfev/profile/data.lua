@@ -27,7 +27,7 @@ local function label(f, name)
   local s
   if f.what == "C" then s = name .. " [C]"
   elseif f.what == "truncated" then s = name
-  elseif f.what == "main" then s = ("%s (%s)"):format(name, f.source)
+  elseif f.what == "main" or (f.linedefined or -1) < 0 then s = ("%s (%s)"):format(name, f.source)
   else s = ("%s (%s:%.0f)"):format(name, f.source, f.linedefined) end
   return (s:gsub(";", ","))
 end

@@ -75,15 +75,17 @@ function Engine:start()
   -- the running coroutine, for the signal handler
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
-  co.resume, co.wrap = p:wrappers(co.resume, co.wrap)
-  self.mine = { resume = co.resume, wrap = co.wrap }
+  local resume, wrap = p:wrappers(co.resume, co.wrap)
+  rawset(co, "resume", resume)
+  rawset(co, "wrap", wrap)
+  self.mine = { resume = resume, wrap = wrap }
 end
 
 function Engine:stop()
   local ok, err = pcall(self.p.stop, self.p)
   local co = coroutine
   for _, k in ipairs { "resume", "wrap" } do
-    if co[k] == self.mine[k] then co[k] = self.saved[k] end   -- unless replaced meanwhile
+    if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
   end
   if not ok then error(err, 0) end
 end
