@@ -45,6 +45,7 @@ struct profiler {
   int fd;                             /* the event's fd (the event userdata owns it) */
   struct perfev_ring *ring;           /* its ring (kept alive by the uservalue) */
   int signo, running, ref;
+  int names;                          /* registry ref: function -> name found, or false */
   int sigtrap;                        /* attr.sigtrap: SIGTRAP, TRAP_PERF, si_perf_data */
   uint64_t cookie;                    /* attr.sig_data: which sigtrap event is ours */
   struct sigaction old_action;        /* restored at stop */
@@ -188,6 +189,68 @@ static lua_State *resumer_of(const struct profiler *p, const lua_State *co)
 
 /* Appends T's frames from level `from`, leaf first; returns the new count,
  * or -1 when out of memory. Sets *full when MAX_FRAMES was reached. */
+/* Whether the value at the top of T is the function at `fn`; pops it. */
+static int pop_is(lua_State *T, int fn)
+{
+  int same = lua_rawequal(T, -1, fn);
+  lua_pop(T, 1);
+  return same;
+}
+
+/* A name for the function at the top of T (frame lv), whose call gave none
+ * (called from C: a sort comparator, a pcall'd function): the local or
+ * upvalue of a caller, up to NAME_LEVELS levels up, that holds it. Cached
+ * per function (p->names, weak keys) so that the search is done once.
+ * Pushes the name and returns it, or pushes nothing and returns NULL. */
+#define NAME_LEVELS 64
+static const char *find_name(const struct profiler *p, lua_State *T, int lv)
+{
+  if (!lua_checkstack(T, 6))
+    return NULL;
+  int fn = lua_gettop(T);
+  lua_rawgeti(T, LUA_REGISTRYINDEX, p->names);
+  lua_pushvalue(T, fn);
+  lua_rawget(T, -2);
+  if (lua_type(T, -1) == LUA_TSTRING) {
+    lua_remove(T, -2);
+    return lua_tostring(T, -1);
+  }
+  int cached = lua_type(T, -1) == LUA_TBOOLEAN;
+  lua_pop(T, 1);
+  const char *found = NULL;
+  lua_Debug c;
+  /* the outermost callers first: a module's local names a function
+   * better than the parameter of a function it was passed to */
+  int top = lv;
+  while (!cached && top < lv + NAME_LEVELS && lua_getstack(T, top + 1, &c))
+    top++;
+  for (int up = top; !cached && !found && up > lv && lua_getstack(T, up, &c); up--) {
+    const char *nm;
+    for (int i = 1; !found && (nm = lua_getlocal(T, &c, i)) != NULL; i++)
+      if (pop_is(T, fn) && nm[0] != '(')
+        found = nm;
+    if (found || !lua_getinfo(T, "f", &c))
+      continue;
+    for (int i = 1; !found && (nm = lua_getupvalue(T, -1, i)) != NULL; i++)
+      if (pop_is(T, fn) && nm[0])
+        found = nm;
+    lua_pop(T, 1);
+  }
+  if (!cached) {
+    lua_pushvalue(T, fn);
+    if (found)
+      lua_pushstring(T, found);
+    else
+      lua_pushboolean(T, 0);
+    lua_rawset(T, -3);
+  }
+  lua_pop(T, 1);                        /* the cache */
+  if (!found)
+    return NULL;
+  lua_pushstring(T, found);
+  return lua_tostring(T, -1);
+}
+
 static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n, int *full)
 {
   lua_Debug d;
@@ -197,8 +260,15 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
       return n;
     }
     lua_getinfo(T, "Sln", &d);
-    struct prof_key k = { d.name, d.short_src, d.linedefined, d.currentline, what_code(d.what) };
+    const char *name = d.name;
+    int pushed = 0;
+    if (!name && d.what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
+      name = find_name(p, T, lv);
+      pushed = name ? 2 : 1;
+    }
+    struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what) };
     long id = prof_agg_frame(&p->agg, &k);
+    lua_pop(T, pushed);
     if (id < 0)
       return -1;
     ids[n++] = (uint32_t)id;
@@ -449,6 +519,8 @@ static int l_gc(lua_State *L)
   struct profiler *p = check_profiler(L);
   stop(L, p);
   prof_agg_free(&p->agg);
+  luaL_unref(L, LUA_REGISTRYINDEX, p->names);
+  p->names = LUA_NOREF;
   return 0;
 }
 
@@ -564,7 +636,14 @@ static int l_new(lua_State *L)
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
   p->ref = LUA_NOREF;
+  p->names = LUA_NOREF;
   luaL_setmetatable(L, PROFILER_MT);
+  lua_newtable(L);                         /* the names found, weak keys */
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  p->names = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_createtable(L, 2, 0);                /* keeps the event and the ring alive */
   lua_pushvalue(L, 1);
   lua_rawseti(L, -2, 1);

@@ -73,7 +73,7 @@ describe("perfev.profile outputs", function()
       total = total + tonumber(w)
       local leaf = stack:match("([^;]+)$")
       by[leaf:match("^(%S+)")] = (by[leaf:match("^(%S+)")] or 0) + tonumber(w)
-      assert.matches("^<anonymous> %(", stack)   -- the profiled function at the root
+      assert.matches("^fn %(", stack)   -- the profiled function at the root (run's fn)
     end
     local pr = p:profile()
     assert.equal(pr.weight, total)
