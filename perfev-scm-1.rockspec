@@ -94,6 +94,7 @@ build = {
       ["perfev.profile.data"] = "lua/perfev/profile/data.lua",
       ["perfev.profile.folded"] = "lua/perfev/profile/folded.lua",
       ["perfev.profile.hook"] = "lua/perfev/profile/hook.lua",
+      ["perfev.profile.jit"] = "lua/perfev/profile/jit.lua",
       ["perfev.profile.output"] = "lua/perfev/profile/output.lua",
       ["perfev.profile.perfdata"] = "lua/perfev/profile/perfdata.lua",
       ["perfev.profile.pprof"] = "lua/perfev/profile/pprof.lua",

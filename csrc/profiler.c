@@ -66,7 +66,11 @@ struct profiler {
  * (F_OWNER_TID): a thread-local pointer is the one way from the handler to
  * the lua_State. Set by p:start(), cleared by p:stop(); one per thread is
  * also what makes a second profiler on the same thread an error. */
-static _Thread_local struct profiler *active;
+/* initial-exec: a fixed offset from the thread pointer, resolved at load
+ * time from glibc's static TLS reserve for dlopen'ed modules. The default
+ * (global-dynamic) model would call __tls_get_addr from the signal handler
+ * and make core.so need ld-linux.so. */
+static _Thread_local struct profiler *active __attribute__((tls_model("initial-exec")));
 
 static void on_hook(lua_State *L, lua_Debug *ar);
 
