@@ -80,13 +80,13 @@ describe("perfev.profile outputs", function()
     assert.is_true(by.spin / total > 0.95)   -- the leaf: spin (the loops around it: little)
   end)
 
-  it("folded stacks open in speedscope (Chromium)", function()
+  it("folded stacks open in speedscope (Chromium) #slow", function()
     local out, why = tool("tools/check-speedscope.sh " .. path("p.folded"))
     if not out then pending(why) return end
     assert.matches("opened in speedscope", out)
   end)
 
-  it("speedscope JSON follows the file-format schema and opens in speedscope (Chromium)", function()
+  it("speedscope JSON follows the file-format schema and opens in speedscope (Chromium) #slow", function()
     local f = assert(io.open(path("p.speedscope.json")))
     local doc = cjson.decode(f:read("a"))
     f:close()
@@ -106,7 +106,7 @@ describe("perfev.profile outputs", function()
     assert.matches("opened in speedscope %('perfev profile %(cpu%-clock%) %- speedscope'%)", out)
   end)
 
-  it("the SVG flame graph zooms, searches and has tooltips (Chromium)", function()
+  it("the SVG flame graph zooms, searches and has tooltips (Chromium) #slow", function()
     local out, why = tool("tools/check-svg.sh " .. path("p.svg") .. " '^dear '")
     if not out then pending(why) return end
     assert.matches("PASS", out)
@@ -114,7 +114,7 @@ describe("perfev.profile outputs", function()
     assert.is_true(math.abs(m - 75) <= 5, out)
   end)
 
-  it("pprof: go tool pprof -top reads it, with the shares of the profile", function()
+  it("pprof: go tool pprof -top reads it, with the shares of the profile #slow", function()
     if not shell.have("go") then pending("no go tool (apt-get install golang-go)") return end
     local out, ok = shell.sh(("HOME=%s GOCACHE=%s/gocache go tool pprof -top %s 2>&1")
                              :format(dir, dir, path("p.pb.gz")))
