@@ -44,7 +44,7 @@ end
 -- format(profile, fmt) -> bytes (every format but perfdata, which is a file)
 function M.format(p, fmt)
   if fmt == "perfdata" then error("perfev.profile: perf.data is written to a file: use write", 2) end
-  return module(fmt, 2).encode(p)
+  return (module(fmt, 2).encode(p))
 end
 
 -- write(profile, path[, fmt]) -> true | nil, message, errno; "-": stdout

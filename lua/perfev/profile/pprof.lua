@@ -69,7 +69,7 @@ end
 
 function M.encode(p)
   local gzip = zlib.deflate(6, 31)      -- window 15 + 16: a gzip stream
-  return gzip(M.proto(p), "finish")
+  return (gzip(M.proto(p), "finish"))   -- the bytes alone, not eof and the counts
 end
 
 return M

@@ -1,0 +1,121 @@
+-- `perfev profile` (lua/perfev/cli/profile.lua), through argparse as the
+-- perfev dispatcher drives a subcommand module (summary, configure, run),
+-- in a child interpreter: exit codes, stderr, the files it writes.
+local shell = require "spec.support.shell"
+
+local LUA = os.getenv("LUA") or "lua5.4"
+local ENV = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' "
+
+-- The launcher: a parser with one `profile` command, as the dispatcher makes.
+local LAUNCH = [[
+local argparse = require "argparse"
+local m = require "perfev.cli.profile"
+local parser = argparse("perfev", "perfev")
+m.configure(parser:command("profile", m.summary))
+os.exit(m.run(parser:parse()))
+]]
+
+local dir
+
+-- Runs `perfev profile ARGS`; returns stdout, stderr, exit code.
+local function perfev_profile(args)
+  local launcher, err = dir .. "/launch.lua", dir .. "/stderr"
+  local f = assert(io.open(launcher, "w"))
+  f:write(LAUNCH)
+  f:close()
+  local p = assert(io.popen(("%s%s %s profile %s 2>%s"):format(ENV, LUA, launcher, args, err)))
+  local out = p:read("a")
+  local _, _, code = p:close()
+  return out, shell.read_file(err) or "", code
+end
+
+local function script(name, body)
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(body)
+  f:close()
+  return path
+end
+
+local WORK = [[
+local function spin(n) local s = 0 for i = 1, n do s = s + i % 7 end return s end
+local function cheap() local r = spin(300000) return r end
+local function dear() local r = spin(900000) return r end
+for _ = 1, tonumber(arg[1]) do cheap() dear() end
+if arg[2] == "raise" then error("the script failed") end
+if arg[2] == "exit" then os.exit(3) end
+]]
+
+describe("perfev profile", function()
+  setup(function() dir = shell.tmpdir() end)
+  teardown(function() shell.rmdir(dir) end)
+
+  it("prints the text report of a script, which sees its arguments in arg", function()
+    local s = script("work.lua", WORK .. "print('args', arg[0] ~= nil, arg[1])\n")
+    local out, err, code = perfev_profile("-c 250000 " .. s .. " 10")
+    assert.equal(0, code, err)
+    assert.matches("args\ttrue\t10", out, 1, true)
+    assert.matches("# perfev profile: Lua functions on event 'cpu%-clock' %(period 250000%)", out)
+    local dear = tonumber(out:match("\n%s+([%d.]+)%%%s+[%d.]+%%%s+dear %("))
+    assert.is_true(math.abs(dear - 75) <= 5, out)
+    assert.matches("main chunk %(" .. s:gsub("%p", "%%%0") .. "%)", out)
+  end)
+
+  it("writes the format the output's name asks for", function()
+    local s = script("work.lua", WORK)
+    local folded = dir .. "/out.folded"
+    local _, err, code = perfev_profile("-F 999 -o " .. folded .. " " .. s .. " 5")
+    assert.equal(0, code, err)
+    assert.matches("samples %(cpu%-clock%) written to " .. folded:gsub("%p", "%%%0"), err)
+    local lines = shell.lines(folded)
+    assert.is_true(#lines >= 2)
+    for _, l in ipairs(lines) do assert.matches("^main chunk %(.-%);[^ ]+.* %d+$", l) end
+  end)
+
+  it("still writes the profile when the script raises, and exits 1", function()
+    local s = script("work.lua", WORK)
+    local out = dir .. "/raised.txt"
+    local _, err, code = perfev_profile("-o " .. out .. " " .. s .. " 5 raise")
+    assert.equal(1, code)
+    assert.matches("perfev profile: .-work%.lua: .-work%.lua:5: the script failed", err)
+    assert.matches("dear %(", shell.read_file(out))
+  end)
+
+  it("keeps the script's os.exit status, after writing the profile", function()
+    local s = script("work.lua", WORK)
+    local out = dir .. "/exit.txt"
+    local _, err, code = perfev_profile("-o " .. out .. " " .. s .. " 3 exit")
+    assert.equal(3, code, err)
+    assert.matches("# Samples: %d+", shell.read_file(out))
+  end)
+
+  it("says what is wrong on stderr, with a non-zero exit", function()
+    local s = script("work.lua", WORK)
+    local _, err, code = perfev_profile("-e no-such-event " .. s .. " 1")
+    assert.equal(1, code)
+    assert.matches("^perfev profile: .*no%-such%-event", err)
+    _, err, code = perfev_profile("-o out.bin " .. s .. " 1")
+    assert.equal(1, code)
+    assert.matches("perfev profile: cannot tell the format of 'out.bin' from its name", err, 1, true)
+    _, err, code = perfev_profile(dir .. "/missing.lua")
+    assert.equal(1, code)
+    assert.matches("^perfev profile: cannot open .*missing%.lua", err)
+    _, err, code = perfev_profile("-F 99 -c 1000 " .. s)
+    assert.is_true(code ~= 0)
+    assert.matches("can not be used together", err)
+    local ev = require("perfev").open("cycles")
+    if ev then ev:close() else
+      _, err, code = perfev_profile("-e cycles " .. s .. " 1")
+      assert.equal(1, code)
+      assert.matches("^perfev profile: perf_event_open: No such file or directory", err)
+    end
+  end)
+
+  it("has --help", function()
+    local out, _, code = perfev_profile("--help")
+    assert.equal(0, code)
+    for _, o in ipairs { "%-e", "%-%-event", "%-F", "%-%-freq", "%-c", "%-%-count", "%-%-native", "%-o", "script" } do
+      assert.matches(o, out)
+    end
+  end)
+end)
