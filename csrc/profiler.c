@@ -151,6 +151,9 @@ static void ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size
 static uint64_t drain(struct profiler *p, uint64_t *nsamples)
 {
   struct perf_event_mmap_page *pg = p->ring->page;
+  *nsamples = 0;
+  if (!pg)                    /* the ring was closed first (finalizers at lua_close) */
+    return 0;
   uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
   uint64_t tail = pg->data_tail, w = 0, n = 0;
   while (tail + sizeof(struct perf_event_header) <= head) {

@@ -95,22 +95,26 @@ describe("perfev.profile", function()
 
   it("attributes page faults to the function that touches new memory", function()
     if sigtrap_pending() then return end
+    -- 40 MiB strings: above glibc's largest mmap threshold (32 MiB), so
+    -- always fresh mmap'd pages, whatever the specs before freed
+    local MIB40 = 40 * 1048576
     local function toucher()
       local t = {}
-      for i = 1, 20 do t[i] = string.rep("x", 1048576) end   -- fresh mmap'd pages
+      for i = 1, 2 do t[i] = string.rep("x", MIB40) end
       return #t
     end
     local function thinker() local r = spin(300000) return r end
     local p = assert(perfev.profile { event = "page-faults", period = 1 })
     p:run(function()
-      for _ = 1, 4 do thinker() toucher() collectgarbage() end
+      for _ = 1, 2 do thinker() toucher() collectgarbage() end
     end)
     local pr = p:profile()
     local _, total = data.share(pr, "toucher")
     local _, thought = data.share(pr, "thinker")
     print(("\n  page-faults: toucher %.1f%% of %d faults, thinker %.1f%%")
           :format(100 * total, pr.weight, 100 * thought))
-    assert.is_true(pr.weight >= 4 * 20 * 200, "faults: " .. pr.weight)   -- 256 pages a MiB
+    -- (how many: transparent huge pages make fewer, larger faults)
+    assert.is_true(pr.weight >= 100, "faults: " .. pr.weight)
     assert.is_true(total >= 0.9, ("toucher: %.3f"):format(total))
     assert.equal("events", pr.unit)
     -- string.rep faulted the pages in: the C function is the leaf, named
@@ -122,7 +126,7 @@ describe("perfev.profile", function()
   it("attributes context switches to the function that sleeps (sigtrap: no wake-ups)", function()
     if sigtrap_pending() then return end
     local function sleeper() os.execute("sleep 0.01") end
-    local function worker() local r = spin(50000) return r end
+    local function worker() local r = spin(20000) return r end
     local p = assert(perfev.profile { event = "context-switches", period = 1 })
     p:run(function() for _ = 1, 10 do worker() sleeper() end end)
     local pr = p:profile()
