@@ -74,7 +74,10 @@ function M.collector(jp, counter)
   end
   function c.start(_, interval)
     c.last = counter()
-    jp.start("i" .. interval, on_sample)
+    -- "f": function granularity. Without it the check for a pending
+    -- sample sits where traces inline their callees, and samples pile up
+    -- on the wrong function (1:3 measured as 5:95 here; with "f", 28:72)
+    jp.start("fi" .. interval, on_sample)
   end
   function c.stop()
     jp.stop()
