@@ -32,34 +32,26 @@ M.DEFAULT_EVENT = "cpu-clock"
 M.DEFAULT_FREQ = 999
 
 local OPTIONS = {
-  event = "spec", freq = "number", period = "number", fn = "function", args = "table",
-  output = "string", signal = "any", pages = "number", engine = "string", name = "string",
+  event = "spec", freq = "positive", period = "positive", fn = "function", args = "table",
+  output = "string", signal = "string|positive", pages = "positive", engine = "string",
+  name = "string",
 }
 
-local function fail(msg, level)
-  error("perfev.profile: " .. msg, level + 1)
+local function fail(msg)
+  options.raise("perfev.profile: " .. msg)
 end
 
-local function positive_int(v)
-  return type(v) == "number" and v > 0 and v == math.floor(v) and v < 2 ^ 53
-end
-
-local function check(opts, level)
-  local bad = options.check(opts, OPTIONS, "must be a")
-  if bad then fail(bad, level + 1) end
-  if opts.freq and opts.period then fail("give 'freq' or 'period', not both", level + 1) end
-  for _, k in ipairs { "freq", "period", "pages" } do
-    if opts[k] ~= nil and not positive_int(opts[k]) then
-      fail(("option '%s' must be a positive integer, got %s"):format(k, tostring(opts[k])), level + 1)
-    end
-  end
+local function check(opts)
+  opts = options.check(opts, OPTIONS, "perfev.profile")
+  if opts.freq and opts.period then fail("give 'freq' or 'period', not both") end
   if opts.engine and not M.engines[opts.engine] then
-    fail(("option 'engine': unknown engine '%s' (hook, jit)"):format(opts.engine), level + 1)
+    options.unknown("perfev.profile", "engine", opts.engine, M.engines, " (hook, jit)")
   end
   local s = opts.signal
-  if s ~= nil and s ~= "rt" and s ~= "sigtrap" and not positive_int(s) then
-    fail("option 'signal' must be \"rt\", \"sigtrap\" or a real-time signal number", level + 1)
+  if type(s) == "string" and s ~= "rt" and s ~= "sigtrap" then
+    fail("option 'signal' must be \"rt\", \"sigtrap\" or a real-time signal number")
   end
+  return opts
 end
 
 -- LuaJIT with its compiler on runs compiled traces without hooks: "jit".
@@ -78,8 +70,7 @@ Profiler.__index = Profiler
 -- fn and args (profile fn at once and return the stopped profiler),
 -- output (with fn: write the profile there).
 function M.profile(opts)
-  opts = opts or {}
-  check(opts, 2)
+  opts = check(opts)
   local engine = require(M.engines[opts.engine or default_engine()])
   local e, msg, errno = engine.new {
     event = opts.event or M.DEFAULT_EVENT,
@@ -98,7 +89,7 @@ end
 
 -- p:start() -> p. Raises when this or another profiler runs on this thread.
 function Profiler:start()
-  if self.running then fail("the profiler is running already", 2) end
+  if self.running then fail("the profiler is running already") end
   self.engine:start()
   self.running = true
   self.t0 = os.time()
@@ -123,7 +114,7 @@ end
 -- (the caller, this module) are left out. fn's error is raised again after
 -- the profiler stopped (the profile is kept).
 function Profiler:run(fn, ...)
-  if type(fn) ~= "function" then fail("run: fn must be a function, got " .. type(fn), 2) end
+  options.arg(fn, "function", "perfev.profile: run", "fn")
   -- the samples' frames below this function's pcall are the caller's
   local info = debug.getinfo(1, "S")
   self.root = { source = info.short_src, linedefined = info.linedefined }
@@ -138,8 +129,8 @@ end
 -- frames = { { name, source, line, linedefined, what, label, func } },
 -- weight, samples, lost, event, unit, ... } (see perfev/profile/data.lua).
 function Profiler:profile()
-  if self.running then fail("stop the profiler before reading its profile", 2) end
-  if not self.raw then fail("the profiler has not run", 2) end
+  if self.running then fail("stop the profiler before reading its profile") end
+  if not self.raw then fail("the profiler has not run") end
   if not self.result then
     self.result = data.build(self.raw, { root = self.root, event = self.event_name, unit = self.unit,
                                          freq = self.freq, period = self.period, name = self.name,

@@ -6,6 +6,7 @@
 -- the engine which coroutine runs (Lua hooks are per coroutine).
 local perfev = require "perfev"
 local core = require "perfev.core"
+local spec = require "perfev.spec"
 
 local M = {}
 
@@ -41,8 +42,7 @@ Engine.__index = Engine
 
 -- new{ event, freq | period, signal, pages } -> engine | nil, message, errno
 function M.new(o)
-  local a, name = perfev.spec.attr(o.event)
-  a = perfev.attr(a)                  -- our own copy
+  local a, name = spec.attr(o.event, "perfev.profile")   -- a new attr: ours to change
   a.disabled = true
   a.sample_type = "period"
   if o.period then

@@ -102,8 +102,7 @@ function M.new(o)
     error("perfev.profile: engine 'jit' needs LuaJIT's jit.profile (use engine = 'hook')", 3)
   end
   local perfev = require "perfev"
-  local a, name = perfev.spec.attr(o.event)
-  a = perfev.attr(a)
+  local a, name = require("perfev.spec").attr(o.event, "perfev.profile")
   a.disabled = true                 -- counting: the weight between two samples
   local ev, msg, errno = perfev.open(a, { name = name })
   if not ev then return nil, msg, errno end
