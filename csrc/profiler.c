@@ -444,7 +444,7 @@ static int l_start(lua_State *L)
                          "(stop it first: one per thread)");
   if (!p->ring->page)
     return luaL_error(L, "perfev.profile: the event's ring is closed");
-  int want = (int)luaL_optinteger(L, 2, 0);
+  int want = perfev_int_arg(L, 2, 0, "perfev.profile: start", "signal");
   int signo = p->sigtrap ? SIGTRAP : free_signal(want);
   if (signo < 0)
     return want ? luaL_error(L, "perfev.profile: signal %d is in use (it has a handler)", want)
@@ -662,19 +662,12 @@ static int l_new(lua_State *L)
 
 int perfev_profiler_open_lib(lua_State *L)
 {
+  static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "running", l_running },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };
-  if (luaL_newmetatable(L, PROFILER_MT)) {
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, l_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, l_gc);
-    lua_setfield(L, -2, "__close");
-  }
-  lua_pop(L, 1);
+  perfev_class_register(L, PROFILER_MT, meta, methods);
   lua_pushcfunction(L, l_new);
   lua_setfield(L, -2, "profiler");
   return 0;
