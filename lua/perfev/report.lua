@@ -1,0 +1,315 @@
+-- perfev.report: `perf report` for perf.data files (perf's or perfev's):
+-- samples grouped by sort keys (comm, dso, symbol by default), overhead
+-- weighted by period, with perf's children (cumulative) overhead when the
+-- samples have callchains. See doc/report.md.
+--
+--   local report = require "perfev.report"
+--   local rep = assert(report.open("perf.data"))          -- { sort = "comm,dso,sym", children = false, ... }
+--   for _, ev in ipairs(rep.events) do
+--     for _, row in ipairs(ev.rows) do print(row.overhead, row.comm, row.dso, row.symbol) end
+--   end
+--   io.write(rep:format())                                -- perf report --stdio
+--   local events = report("perf.data")                    -- the same, events and rows only
+local pd = require "perfev.perfdata"
+local symbols = require "perfev.symbols"
+local keys = require "perfev.report.keys"
+
+local M = {}
+
+local Report = {}
+Report.__index = Report
+M.Report = Report
+
+local TYPES = { "sample", "mmap", "mmap2", "comm", "fork", "lost_samples" }
+local MAX_STACK = 127            -- perf's default --max-stack (sysctl kernel.perf_event_max_stack)
+local SAMPLE_CALLCHAIN = 32      -- PERF_SAMPLE_CALLCHAIN
+local TRACEPOINT = 2             -- PERF_TYPE_TRACEPOINT
+
+-- The level letter perf prints for a cpumode.
+local LEVEL = { kernel = "k", user = ".", hypervisor = "H", guest_kernel = "g", guest_user = "u" }
+
+local OPTIONS = { sort = true, children = true, kallsyms = true, debug_dir = true,
+                  perfmap_dir = true, percent_limit = true, progress = true, max_stack = true }
+
+local function has_bit(x, bit)
+  return math.floor(x / bit) % 2 == 1
+end
+
+-- The state of one event's histogram.
+local function new_hist(entry)
+  return { name = entry.name, attr = entry.attr, samples = 0, period = 0, root = {}, rows = {},
+           default_period = entry.attr.sample_period,
+           callchain = has_bit(entry.attr.sample_type, SAMPLE_CALLCHAIN),
+           tracepoint = entry.attr.type == TRACEPOINT }
+end
+
+-- The row of sample s in hist h (created with s's values when new).
+local function row_of(h, sortkeys, s)
+  local node = h.root
+  local n = #sortkeys
+  for i = 1, n - 1 do
+    local part = sortkeys[i].part(s)
+    local nxt = node[part]
+    if not nxt then
+      nxt = {}
+      node[part] = nxt
+    end
+    node = nxt
+  end
+  local part = sortkeys[n].part(s)
+  local row = node[part]
+  if not row then
+    row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level,
+            period = 0, samples = 0, children_period = 0 }
+    node[part] = row
+    h.rows[#h.rows + 1] = row
+  end
+  return row
+end
+
+-- Adds the callchain of a sample to the children of every row it passes
+-- through, once per row (perf's iter_add_next_cumulative_entry). With
+-- children, perf walks the chain from the outermost caller in (its
+-- callchain order is "caller" then), and a row created on the way takes
+-- the level of the last frame that had a map, starting from the sample's
+-- (fill_callchain_info leaves it alone for an address outside any map).
+-- The decoder gives the frames without PERF_CONTEXT_* markers and the
+-- markers as segments (rec.callchain_contexts); frames before any marker
+-- are user frames, as perf starts.
+local function frame_modes(chain, contexts, n)
+  local modes = {}
+  local mode = "user"
+  local seg = 1
+  for i = 1, n do
+    local c = contexts and contexts[seg]
+    while c and i >= c.first do
+      mode = c.context
+      seg = seg + 1
+      c = contexts[seg]
+    end
+    if type(mode) ~= "string" then return nil end   -- a corrupt marker: perf drops the chain
+    modes[i] = mode
+  end
+  return modes
+end
+
+local function cumulate(self, h, s, chain, contexts, period, first)
+  local S = self.S
+  local n = #chain
+  if n > self.max_stack then n = self.max_stack end
+  local modes = frame_modes(chain, contexts, n)
+  if not modes then return end
+  local seen = { [first] = true }
+  local level = s.level
+  local sample_e = s.e
+  for i = n, 1, -1 do
+    local mode = modes[i]
+    local e
+    if mode == "kernel" or mode == "user" then e = S:resolve(s.pid, chain[i], mode, true)
+    else e = S:unknown_entry(chain[i]) end
+    if e.dso ~= S.unknown then level = mode == "kernel" and "k" or "." end
+    s.e, s.level = e, level
+    local row = row_of(h, self.sortkeys, s)
+    if not seen[row] then
+      seen[row] = true
+      row.children_period = row.children_period + period
+    end
+  end
+  s.e = sample_e
+end
+
+local function progress_bar(opts, size)
+  if opts.progress == false then return nil end
+  local ok, term = pcall(require, "term")
+  local tty = opts.progress == true or (ok and term.isatty and term.isatty(io.stderr))
+  if not tty or not size or size == 0 then return nil end
+  local t0, shown = os.clock(), false
+  return function(offset, done)
+    if not shown and not done and os.clock() - t0 < 0.5 then return end
+    if done then
+      if shown then io.stderr:write("\r", (" "):rep(60), "\r") end
+      return
+    end
+    shown = true
+    local frac = math.min(1, offset / size)
+    local w = math.floor(frac * 40)
+    io.stderr:write(("\rperfev report: [%s%s] %3.0f%%"):format(("#"):rep(w), ("."):rep(40 - w), frac * 100))
+  end
+end
+
+-- Reads every sample of f into per-event histograms.
+local function aggregate(self, f, opts)
+  local S = self.S
+  local hists, by_name = {}, {}
+  for _, a in ipairs(f:attrs()) do
+    if not by_name[a.name] then
+      local h = new_hist(a)
+      hists[#hists + 1] = h
+      by_name[a.name] = h
+    end
+  end
+  self.hists = hists
+  local any_chain = false
+  for _, h in ipairs(hists) do any_chain = any_chain or h.callchain end
+  local children = opts.children
+  if children == nil then children = any_chain end
+  self.children = children and any_chain
+  local comms = { [0] = "swapper" }
+  local lost = 0
+  local s = {}
+  local hdr = f:header()
+  local size = hdr.data and hdr.data.size
+  local bar = progress_bar(opts, size)
+  local base = hdr.data and hdr.data.offset or 0
+  local count = 0
+  for rec in f:records { order = "time", types = TYPES, offsets = bar and true or nil } do
+    local t = rec.type
+    if t == "sample" then
+      local h = by_name[rec.event] or hists[1]
+      local period = rec.period or h.default_period or 1
+      local tid = rec.tid or -1
+      local mode = rec.cpumode
+      s.pid, s.tid, s.cpu = rec.pid or -1, tid, rec.cpu or -1
+      s.comm = comms[tid] or (":" .. tid)
+      s.level = LEVEL[mode] or "."
+      s.e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
+      local row = row_of(h, self.sortkeys, s)
+      row.period = row.period + period
+      row.samples = row.samples + 1
+      h.samples = h.samples + 1
+      h.period = h.period + period
+      if self.children then
+        row.children_period = row.children_period + period
+        local chain = rec.callchain
+        if chain then cumulate(self, h, s, chain, rec.callchain_contexts, period, row) end
+      end
+      if bar then
+        count = count + 1
+        if count % 4096 == 0 then bar(rec.offset - base) end
+      end
+    elseif t == "mmap" or t == "mmap2" then
+      S:mmap(rec)
+    elseif t == "comm" then
+      comms[rec.tid] = rec.comm
+    elseif t == "fork" then
+      if comms[rec.ptid] and not comms[rec.tid] then comms[rec.tid] = comms[rec.ptid] end
+      if rec.pid ~= rec.ppid then S:fork(rec) end
+    elseif t == "lost_samples" then
+      lost = lost + (rec.lost or 0)
+    end
+  end
+  if bar then bar(size, true) end
+  self.lost = lost
+end
+
+-- Orders the rows of a histogram as perf prints them: children, then
+-- self overhead (larger first), then each sort key's order.
+local function sort_rows(self, rows)
+  local sk, children = self.sortkeys, self.children
+  table.sort(rows, function(a, b)
+    if children and a.children_period ~= b.children_period then
+      return a.children_period > b.children_period
+    end
+    if a.period ~= b.period then return a.period > b.period end
+    for i = 1, #sk do
+      local c = sk[i].cmp(a, b)
+      if c ~= 0 then return c < 0 end
+    end
+    for _, k in ipairs { "symbol", "comm", "dso", "pid", "cpu" } do
+      local c = keys[k].cmp(a, b)
+      if c ~= 0 then return c < 0 end
+    end
+    return false
+  end)
+end
+
+-- The public rows: plain values.
+local function public_row(self, h, r)
+  local e = r.e
+  local row = {
+    overhead = h.period > 0 and 100 * r.period / h.period or 0,
+    period = r.period, samples = r.samples,
+    comm = r.comm, pid = r.pid, tid = r.tid, cpu = r.cpu,
+    dso = e.dso.short, dso_path = e.dso.name, sym = e.name, level = r.level,
+    symbol = symbols.format(e), address = not e.name and symbols.format(e) or nil,
+  }
+  if self.children then
+    row.children = h.period > 0 and 100 * r.children_period / h.period or 0
+    row.children_period = r.children_period
+  end
+  return row
+end
+
+local function check_opts(opts)
+  if type(opts) ~= "table" then error("perfev.report: options must be a table", 3) end
+  for k in pairs(opts) do
+    if not OPTIONS[k] then error(("perfev.report: unknown option '%s'"):format(tostring(k)), 3) end
+  end
+  if opts.percent_limit ~= nil and type(opts.percent_limit) ~= "number" then
+    error("perfev.report: option 'percent_limit' must be a number", 3)
+  end
+end
+
+-- report.open(path | file handle, opts) -> report | nil, message
+-- opts: sort ("comm,dso,symbol", or a list), children (default: true when
+-- the samples have callchains, as perf), percent_limit, kallsyms (a path,
+-- or false), debug_dir, perfmap_dir, max_stack (127), progress (true,
+-- false; default: a bar on stderr when it is a terminal and it runs long).
+function M.open(src, opts)
+  opts = opts or {}
+  check_opts(opts)
+  local sort = opts.sort or keys.DEFAULT
+  if type(sort) == "table" then sort = table.concat(sort, ",") end
+  local names, why = keys.parse(sort)
+  if not names then return nil, "perfev.report: " .. why end
+  local f, msg = pd.open(src)
+  if not f then return nil, msg end
+  local self = setmetatable({ path = type(src) == "string" and src or nil, sort = names,
+                              percent_limit = opts.percent_limit or 0,
+                              max_stack = opts.max_stack or MAX_STACK }, Report)
+  self.sortkeys = {}
+  for i, n in ipairs(names) do self.sortkeys[i] = keys[n] end
+  self.S = symbols.new { build_ids = f:features().build_id, kallsyms = opts.kallsyms,
+                         debug_dir = opts.debug_dir, perfmap_dir = opts.perfmap_dir }
+  local ok, err = pcall(aggregate, self, f, opts)
+  self.header = f:header()
+  self.features = f:features()
+  f:close()
+  if not ok then return nil, tostring(err) end
+  local all_trace = #self.hists > 0
+  for _, h in ipairs(self.hists) do all_trace = all_trace and h.tracepoint end
+  self.tracepoints_only = all_trace
+  self.events = {}
+  for _, h in ipairs(self.hists) do
+    if h.samples > 0 then
+      sort_rows(self, h.rows)
+      local ev = { name = h.name, samples = h.samples, period = h.period, rows = {} }
+      for i, r in ipairs(h.rows) do ev.rows[i] = public_row(self, h, r) end
+      ev.hist = h
+      self.events[#self.events + 1] = ev
+    end
+  end
+  return self
+end
+
+-- rep:format([opts]) -> the text of perf report --stdio (opts: percent_limit)
+function Report:format(opts)
+  return require("perfev.report.stdio").format(self, opts)
+end
+
+-- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message
+function M.report(src, opts)
+  local rep, msg = M.open(src, opts)
+  if not rep then return nil, msg end
+  local out = {}
+  for i, ev in ipairs(rep.events) do
+    out[i] = { name = ev.name, samples = ev.samples, period = ev.period, rows = ev.rows }
+  end
+  out.lost = rep.lost
+  out.children = rep.children
+  return out
+end
+
+setmetatable(M, { __call = function(_, ...) return M.report(...) end })
+
+return M

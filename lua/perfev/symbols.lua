@@ -1,0 +1,548 @@
+-- perfev.symbols: addresses -> symbols, the way perf report resolves them
+-- (tools/perf/util/{machine,map,maps,symbol,symbol-elf}.c, re-implemented).
+--
+--   local symbols = require "perfev.symbols"
+--   local S = symbols.new { build_ids = f:features().build_id }
+--   S:mmap(rec)                      -- every mmap/mmap2 record, in time order
+--   S:fork(rec)                      -- fork records: a new process inherits the maps
+--   S:proc(pid)                      -- or a live process's /proc/PID/maps
+--   local e = S:resolve(pid, ip, "user")   -- or "kernel"
+--   print(e.dso.short, e.name, e.level)    -- "libm.so.6", "__sin_fma" (nil: unresolved)
+--   print(symbols.format(e))               -- "__sin_fma" or "0x000000000001b41f"
+--
+-- Where the names come from, as perf 6.1 takes them:
+--  * a file an mmap record names: its .symtab, else .dynsym, from the first
+--    of perf's candidates whose GNU build id is the one perf.data recorded
+--    (or the file's own, when perf.data has none): ~/.debug/.build-id
+--    (perf's cache, `elf` and `debug`), /usr/lib/debug/.build-id/xx/y.debug
+--    (Debian's -dbg packages), /usr/lib/debug/PATH(.debug), the file itself.
+--    A file that changed since the recording and is in no cache stays
+--    unresolved, as in perf.
+--  * anonymous executable memory ("//anon", JIT code, Lua functions named by
+--    a profiler): /tmp/perf-PID.map (dso "perf-PID.map").
+--  * the kernel: /proc/kallsyms when it is readable (kptr_restrict) and the
+--    running kernel is the recorded one (build id), else
+--    ~/.debug/[kernel.kallsyms]/ID/kallsyms; module symbols are named
+--    "[module]" as perf names their dso.
+--  * what no map covers: dso "[unknown]", the address as the symbol.
+--
+-- Addresses: Lua 5.3/5.4 give u64 addresses as integers (kernel ones
+-- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
+-- address is turned at once into a space and a non-negative number below
+-- 2^53 by split() below: the only code that knows the representation.
+local elfsyms = require "perfev.elfsyms"
+
+local M = {}
+
+-- ---------------------------------------------------------------------------
+-- Addresses: the one place that knows how a runtime holds a u64.
+-- split(ip) -> space, v:
+--   "u": user space (below 2^63), v = the address
+--   "k": kernel space (at or above 0xffff800000000000), v = address - that base
+--   "c": a callchain context marker (PERF_CONTEXT_*, the top 4095 values),
+--        v = the marker as a negative number (-128 for PERF_CONTEXT_KERNEL)
+--   "x": anything else (a corrupt frame), v = the address as given
+-- hex(space, v) -> "0x" and 16 hex digits of the original address.
+local KSPAN = 0x800000000000          -- 2^47: the kernel half of x86-64's address space
+M.KSPAN = KSPAN
+local is_integer = math.type and function(x) return math.type(x) == "integer" end
+                   or function() return false end
+local has_ffi, ffi = false, nil
+if not math.type then has_ffi, ffi = pcall(require, "ffi") end
+local U64 = has_ffi and ffi.typeof("uint64_t")
+local TWO32 = 4294967296
+local KBASE_INT = is_integer(0x7fffffffffffffff) and -KSPAN or nil   -- 0xffff800000000000 as a 5.3+ integer
+
+local function split_number(ip)      -- a double (LuaJIT numbers, or floats)
+  if ip < 2 ^ 63 then return "u", ip end
+  local top = 2 ^ 64 - ip
+  if top <= 4095 then return "c", -top end
+  if ip >= 2 ^ 64 - KSPAN then return "k", ip - (2 ^ 64 - KSPAN) end
+  return "x", ip
+end
+
+local split
+if KBASE_INT then
+  split = function(ip)
+    if not is_integer(ip) then return split_number(ip) end
+    if ip >= 0 then return "u", ip end
+    if ip >= -4095 then return "c", ip end
+    if ip >= KBASE_INT then return "k", ip - KBASE_INT end
+    return "x", ip
+  end
+else
+  local C_TOP = U64 and U64(0) - 4095
+  local C_KBASE = U64 and U64(0xffff8000) * TWO32
+  split = function(ip)
+    if type(ip) ~= "cdata" then return split_number(ip) end
+    if ip < C_KBASE then
+      if ip < U64(2 ^ 53) then return "u", tonumber(ip) end
+      return "x", ip
+    end
+    if ip >= C_TOP then return "c", -tonumber(U64(0) - ip) end
+    return "k", tonumber(ip - C_KBASE)
+  end
+end
+M.split = split
+
+local function hex_parts(hi, lo)
+  return ("0x%08x%08x"):format(hi, lo)
+end
+
+function M.hex(space, v)
+  if v == 0 and space ~= "k" then return "0000000000000000" end   -- C's %#x prints no 0x for 0
+  if KBASE_INT and is_integer(v) then
+    if space == "k" then v = v + KBASE_INT end
+    return ("0x%016x"):format(v)
+  end
+  if type(v) == "cdata" then return "0x" .. require("bit").tohex(v, 16) end
+  local hi = math.floor(v / TWO32)
+  local lo = v - hi * TWO32
+  if space == "k" then hi = hi + 0xffff8000 end
+  return hex_parts(hi % TWO32, lo)
+end
+
+-- A kernel address of /proc/kallsyms (16 hex digits) -> v, or nil below the base.
+local function kernel_v(s)
+  if #s ~= 16 or s:sub(1, 4) ~= "ffff" then return nil end
+  local low = tonumber(s:sub(5), 16)
+  if not low or low < KSPAN then return nil end
+  return low - KSPAN
+end
+M.kernel_v = kernel_v
+
+-- ---------------------------------------------------------------------------
+-- Symbol tables: sorted parallel lists starts/ends/names (numbers as above).
+
+-- index of the symbol holding v, or nil (the last start <= v, if v < its end)
+local function find(t, v)
+  local starts = t.starts
+  local lo, hi = 1, t.n
+  if hi == 0 or v < starts[1] then return nil end
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if starts[mid] <= v then lo = mid else hi = mid - 1 end
+  end
+  if v < t.ends[lo] then return lo end
+  return nil
+end
+M.find = find
+
+local EMPTY = { starts = {}, ends = {}, names = {}, n = 0 }
+
+local function tohex(raw)
+  return (raw:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+end
+M.tohex = tohex
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- perf's candidates for a file's symbols (dso__load's binary types).
+local function candidates(self, path, id)
+  local list = {}
+  if id then
+    local h = tohex(id)
+    local dir = ("%s/.build-id/%s/%s"):format(self.debug_dir, h:sub(1, 2), h:sub(3))
+    list[#list + 1] = dir .. "/elf"
+    list[#list + 1] = dir .. "/debug"
+    list[#list + 1] = ("/usr/lib/debug/.build-id/%s/%s.debug"):format(h:sub(1, 2), h:sub(3))
+    if path:sub(1, 1) == "[" then   -- [vdso]: perf record keeps a copy
+      list[#list + 1] = ("%s/%s/%s/%s"):format(self.debug_dir, path, h, path:match("^%[(.-)%]"))
+    end
+  end
+  list[#list + 1] = path
+  list[#list + 1] = "/usr/lib/debug" .. path .. ".debug"
+  list[#list + 1] = "/usr/lib/debug" .. path
+  return list
+end
+
+-- The symbols of an ELF file: the first candidate with .symtab (and the
+-- right build id), else the .dynsym of the file that would run.
+local function load_elf(self, dso)
+  local id = self.build_ids[dso.name]
+  if not id then
+    local info = elfsyms.inspect(dso.name)
+    id = info and info.build_id
+  end
+  local syms_src, runtime
+  for _, cand in ipairs(candidates(self, dso.name, id)) do
+    local info = exists(cand) and elfsyms.inspect(cand)
+    if info and (not id or info.build_id == id) then
+      if not syms_src and info.symtab then syms_src = info end
+      if not runtime and #info.segments > 0 and (info.dynsym or info.symtab) then runtime = info end
+      if syms_src and runtime then break end
+    end
+  end
+  dso.build_id = id
+  if syms_src then
+    dso.origin = syms_src.path
+    return elfsyms.symbols(syms_src.path, ".symtab", runtime or syms_src, runtime and runtime.path) or EMPTY
+  elseif runtime and runtime.dynsym then
+    dso.origin = runtime.path
+    return elfsyms.symbols(runtime.path, ".dynsym", runtime, runtime.path) or EMPTY
+  end
+  return EMPTY
+end
+
+-- /tmp/perf-PID.map: "START SIZE name" lines, in hex.
+local function load_perfmap(path)
+  local f = io.open(path, "r")
+  if not f then return EMPTY end
+  local list = {}
+  for line in f:lines() do
+    local a, s, name = line:match("^%s*(%x+)%s+(%x+)%s+(.-)%s*$")
+    if a and name ~= "" then
+      local start, size = tonumber(a, 16), tonumber(s, 16)
+      if start and size then list[#list + 1] = { start, size, 1, name } end
+    end
+  end
+  f:close()
+  return elfsyms.finish(list)
+end
+
+-- /proc/kallsyms (or perf's copy of it): functions and data (T W D B, as
+-- perf's symbol_type__filter), ends fixed up as symbols__fixup_end does for
+-- kallsyms; module symbols keep their module for the dso name.
+local KEEP = { T = true, t = true, W = true, w = true, D = true, d = true, B = true, b = true }
+local function load_kallsyms(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  if not s then return nil end
+  local list = {}
+  local n = 0
+  for a, ty, name, mod in s:gmatch("(%x+) (%a) ([^%s]+)([^\n]*)") do
+    if KEEP[ty] then
+      local v = kernel_v(a)
+      if v then
+        n = n + 1
+        local m = mod:match("%[([^%]]+)%]")
+        list[n] = { v, 0, 0, name, m, n }
+      end
+    end
+  end
+  if n == 0 then return nil end   -- kptr_restrict: every address reads as 0
+  table.sort(list, function(x, y)
+    if x[1] ~= y[1] then return x[1] < y[1] end
+    return x[6] < y[6]
+  end)
+  -- several names at one address: the last one listed is the one perf
+  -- finds (the others end where they start)
+  local starts, ends, names, mods = {}, {}, {}, {}
+  local k = 0
+  for i = 1, n do
+    local e = list[i]
+    if k > 0 and starts[k] == e[1] then
+      names[k], mods[k] = e[4], e[5] or false
+    else
+      k = k + 1
+      list[k] = e
+      starts[k], names[k], mods[k] = e[1], e[4], e[5] or false
+    end
+  end
+  for i = 1, k - 1 do
+    if (mods[i] ~= false) ~= (mods[i + 1] ~= false) then
+      ends[i] = math.ceil((starts[i] + 4096) / 4096) * 4096
+    else
+      ends[i] = starts[i + 1]
+    end
+  end
+  ends[k] = math.ceil(starts[k] / 4096) * 4096 + 4096
+  return { starts = starts, ends = ends, names = names, mods = mods, n = k }
+end
+M.load_kallsyms = load_kallsyms
+
+-- ---------------------------------------------------------------------------
+-- Dsos and maps.
+
+local function basename(p) return p:match("([^/]*)$") end
+
+-- perf's is_anon_memory / is_no_dso_memory
+local function is_anon(name)
+  return name == "//anon" or name:sub(1, 9) == "/dev/zero" or name:sub(1, 14) == "/anon_hugepage"
+end
+local function is_nodso(name)
+  return name:sub(1, 6) == "[stack" or name:sub(1, 5) == "/SYSV" or name == "[heap]"
+end
+
+local Sym = {}
+Sym.__index = Sym
+
+-- symbols.new(opts) -> a symbolizer. opts: build_ids (perf.data's build_id
+-- feature list, or { [filename] = raw id }), kallsyms (path, or false:
+-- no kernel names; default /proc/kallsyms), debug_dir (~/.debug),
+-- perfmap_dir ("/tmp").
+function M.new(opts)
+  opts = opts or {}
+  local ids = {}
+  for k, v in pairs(opts.build_ids or {}) do
+    if type(k) == "string" then ids[k] = v
+    elseif type(v) == "table" and v.filename then ids[v.filename] = v.build_id end
+  end
+  local home = os.getenv("HOME") or "/root"
+  local self = setmetatable({
+    build_ids = ids, kallsyms_path = opts.kallsyms, debug_dir = opts.debug_dir or (home .. "/.debug"),
+    perfmap_dir = opts.perfmap_dir or "/tmp", dsos = {}, procs = {}, kernel_dso = nil, kcache = {},
+  }, Sym)
+  self.unknown = { name = "[unknown]", short = "[unknown]", kind = "none", entries = {}, raw = {} }
+  return self
+end
+
+function Sym:dso(name, kind, short)
+  local d = self.dsos[name]
+  if not d then
+    d = { name = name, short = short or basename(name), kind = kind, entries = {}, raw = {} }
+    self.dsos[name] = d
+  end
+  return d
+end
+
+-- The symbol table of a dso, loaded on first use.
+function Sym:table(d)
+  local t = d.syms
+  if t then return t end
+  if d.kind == "elf" then t = load_elf(self, d)
+  elseif d.kind == "perfmap" then t = load_perfmap(d.name)
+  elseif d.kind == "kernel" then t = self:kernel_table() or EMPTY
+  else t = EMPTY end
+  d.syms = t
+  return t
+end
+
+-- The kernel's symbols: /proc/kallsyms when this is the recorded kernel.
+function Sym:kernel_table()
+  if self.kallsyms_path == false then return nil end
+  local path = self.kallsyms_path
+  if not path then
+    path = "/proc/kallsyms"
+    local want = self.build_ids["[kernel.kallsyms]"]
+    if want then
+      local f = io.open("/sys/kernel/notes", "rb")
+      local notes = f and f:read("a")
+      if f then f:close() end
+      local have = notes and elfsyms.parse_notes(notes, false)
+      if have and have ~= want then
+        path = ("%s/[kernel.kallsyms]/%s/kallsyms"):format(self.debug_dir, tohex(want))
+      end
+    end
+  end
+  return load_kallsyms(path)
+end
+
+local function proc(self, pid)
+  local p = self.procs[pid]
+  if not p then
+    p = { maps = {}, cache = {}, rawcache = {} }
+    self.procs[pid] = p
+  end
+  return p
+end
+
+-- Inserts map m into the sorted list, cutting what it overlaps out of the
+-- maps already there (maps__fixup_overlappings).
+local function insert_map(p, m)
+  local out = {}
+  for _, o in ipairs(p.maps) do
+    if o.stop <= m.start or o.start >= m.stop then
+      out[#out + 1] = o
+    else
+      if o.start < m.start then
+        out[#out + 1] = { start = o.start, stop = m.start, pgoff = o.pgoff, dso = o.dso, ident = o.ident }
+      end
+      if o.stop > m.stop then
+        local pg = o.ident and o.pgoff or o.pgoff + (m.stop - o.start)
+        out[#out + 1] = { start = m.stop, stop = o.stop, pgoff = pg, dso = o.dso, ident = o.ident }
+      end
+    end
+  end
+  out[#out + 1] = m
+  table.sort(out, function(a, b) return a.start < b.start end)
+  p.maps = out
+  p.cache, p.rawcache = {}, {}
+end
+
+local PROT_EXEC = 4
+local MISC_MMAP_DATA = 0x2000
+local MISC_CPUMODE_KERNEL = 1
+
+-- S:mmap(rec): an mmap or mmap2 record (pid, addr, len, pgoff, filename,
+-- misc, prot). Kernel maps (pid -1, kernel cpumode) only mark the kernel.
+function Sym:mmap(rec)
+  local space, start = split(rec.addr)
+  local name = rec.filename or ""
+  local lspace, len = split(rec.len or 0)
+  if lspace ~= "u" then len = 0 end
+  if space == "k" or rec.pid == -1 or (rec.misc and rec.misc % 8 == MISC_CPUMODE_KERNEL) then
+    -- the kernel's text ("[kernel.kallsyms]_text"): what lies outside it
+    -- is a module's, or unknown
+    if space == "k" and name:sub(1, 17) == "[kernel.kallsyms]" then
+      self.kernel_range = { start, start + len }
+    end
+    return
+  end
+  if space ~= "u" then return end
+  local prot = rec.prot
+  if prot == nil then prot = (rec.misc and rec.misc >= MISC_MMAP_DATA and
+                              math.floor(rec.misc / MISC_MMAP_DATA) % 2 == 1) and 0 or PROT_EXEC end
+  local _, pgoff = split(rec.pgoff or 0)
+  self:add_map(rec.pid, start, start + len, pgoff, name, prot)
+end
+
+-- S:add_map(pid, start, stop, pgoff, filename, prot): one mapping (user space).
+function Sym:add_map(pid, start, stop, pgoff, name, prot)
+  local anon, nodso = is_anon(name), is_nodso(name)
+  local d
+  if (anon or nodso) and prot % 8 >= PROT_EXEC then
+    local path = ("%s/perf-%d.map"):format(self.perfmap_dir, pid)
+    d = self:dso(path, "perfmap", ("perf-%d.map"):format(pid))
+  elseif anon or nodso then
+    d = self:dso(name, "none")
+  elseif name:sub(1, 1) == "[" then   -- [vdso], [vsyscall], ...: from perf's cache by build id
+    d = self:dso(name, self.build_ids[name] and "elf" or "none", name)
+  else
+    d = self:dso(name, "elf")
+  end
+  insert_map(proc(self, pid), { start = start, stop = stop, pgoff = pgoff, dso = d, ident = anon or nodso })
+end
+
+-- S:fork(rec): a fork record; a new process (pid ~= ppid) gets a copy of
+-- its parent's maps, a new thread shares its process's.
+function Sym:fork(rec)
+  if rec.pid == rec.ppid then return end
+  local parent = self.procs[rec.ppid]
+  local p = proc(self, rec.pid)
+  if parent then
+    local copy = {}
+    for i, m in ipairs(parent.maps) do copy[i] = m end
+    p.maps = copy
+  end
+  p.cache, p.rawcache = {}, {}
+end
+
+-- S:proc(pid): the executable mappings of a live process, from /proc/PID/maps.
+function Sym:proc(pid)
+  local f, msg = io.open(("/proc/%d/maps"):format(pid), "r")
+  if not f then return nil, msg end
+  for line in f:lines() do
+    local a, b, perms, off, path = line:match("^(%x+)%-(%x+) (%S+) (%x+) %S+ %d+%s*(.*)$")
+    if a and perms:sub(3, 3) == "x" then
+      local start, stop = tonumber(a, 16), tonumber(b, 16)
+      if start < 2 ^ 53 and stop < 2 ^ 53 then
+        self:add_map(pid, start, stop, tonumber(off, 16), path ~= "" and path or "//anon", 5)
+      end
+    end
+  end
+  f:close()
+  return true
+end
+
+-- An entry: what a sample or a callchain address resolves to, interned per
+-- (dso, symbol) or, unresolved, per (dso, address): e.dso, e.name (nil
+-- unresolved), e.space and e.addr (the address shown when unresolved),
+-- e.start (the symbol's start), e.level ('.' or 'k' as perf prints).
+local function entry(d, t, i, space, v)
+  if i then
+    local e = d.entries[i]
+    if not e then
+      e = { dso = d, name = t.names[i], start = t.starts[i], space = space, addr = t.starts[i] }
+      e.symkey = e
+      d.entries[i] = e
+    end
+    return e
+  end
+  local key = space .. tostring(v)
+  local e = d.raw[key]
+  if not e then
+    e = { dso = d, space = space, addr = v, symkey = key }
+    d.raw[key] = e
+  end
+  return e
+end
+
+local function kernel_entry(self, v)
+  local d = self.kernel_dso
+  if not d then
+    d = self:dso("[kernel.kallsyms]", "kernel", "[kernel.kallsyms]")
+    self.kernel_dso = d
+  end
+  local t = self:table(d)
+  local i = find(t, v)
+  local r = self.kernel_range
+  local outside = r and (v < r[1] or v >= r[2])
+  if outside and not (i and t.mods and t.mods[i]) then
+    return entry(self.unknown, nil, nil, "k", v)
+  end
+  if i and t.mods and t.mods[i] then
+    local m = "[" .. t.mods[i] .. "]"
+    local md = self.dsos[m] or self:dso(m, "kernel-module", m)
+    md.syms = md.syms or t
+    return entry(md, t, i, "k", v)
+  end
+  return entry(d, t, i, "k", v)
+end
+
+-- S:resolve(pid, ip, mode[, raw]) -> entry. mode: "kernel" or "user" (the
+-- sample's cpumode, or the callchain context). raw: the entry of an
+-- unresolved address keeps the address itself (perf's callchain nodes)
+-- instead of its offset in the file.
+function Sym:resolve(pid, ip, mode, raw)
+  local space, v = split(ip)
+  if mode == "kernel" then
+    if space ~= "k" then return entry(self.unknown, nil, nil, space, v) end
+    local e = self.kcache[v]
+    if not e then
+      e = kernel_entry(self, v)
+      self.kcache[v] = e
+    end
+    return e
+  end
+  local p = self.procs[pid]
+  if not p or space ~= "u" then return entry(self.unknown, nil, nil, space, v) end
+  local cache = raw and p.rawcache or p.cache
+  local e = cache[v]
+  if e then return e end
+  local maps = p.maps
+  local lo, hi = 1, #maps
+  local m
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local x = maps[mid]
+    if v < x.start then hi = mid - 1
+    elseif v >= x.stop then lo = mid + 1
+    else m = x; break end
+  end
+  if not m then
+    e = entry(self.unknown, nil, nil, space, v)
+  else
+    local off = m.ident and v or (v - m.start + m.pgoff)
+    local t = self:table(m.dso)
+    local i = find(t, off)
+    e = entry(m.dso, t, i, "u", (raw and not i) and v or off)
+  end
+  cache[v] = e
+  return e
+end
+
+-- S:unknown_entry(ip) -> the entry of an address outside any map.
+function Sym:unknown_entry(ip)
+  local space, v = split(ip)
+  return entry(self.unknown, nil, nil, space, v)
+end
+
+-- format(e) -> the symbol as perf prints it: the name, or 0x and 16 digits.
+function M.format(e)
+  if e.name then return e.name end
+  local s = e.text
+  if not s then
+    s = M.hex(e.space, e.addr)
+    e.text = s
+  end
+  return s
+end
+
+return M
