@@ -279,6 +279,11 @@ function M.open(src, opts)
   local all_trace = #self.hists > 0
   for _, h in ipairs(self.hists) do all_trace = all_trace and h.tracepoint end
   self.tracepoints_only = all_trace
+  local ents = {}
+  for _, h in ipairs(self.hists) do
+    for _, r in ipairs(h.rows) do ents[#ents + 1] = r.e end
+  end
+  symbols.demangle(ents)
   self.events = {}
   for _, h in ipairs(self.hists) do
     if h.samples > 0 then

@@ -30,7 +30,8 @@
 -- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
 -- address is turned at once into a space and a non-negative number below
 -- 2^53 by split() below: the only code that knows the representation.
-local elfsyms = require "perfev.elfsyms"
+local elfsyms = require "perfev.symbols.elf"
+local kallsyms = require "perfev.symbols.kallsyms"
 
 local M = {}
 
@@ -204,58 +205,6 @@ local function load_perfmap(path)
   return elfsyms.finish(list)
 end
 
--- /proc/kallsyms (or perf's copy of it): functions and data (T W D B, as
--- perf's symbol_type__filter), ends fixed up as symbols__fixup_end does for
--- kallsyms; module symbols keep their module for the dso name.
-local KEEP = { T = true, t = true, W = true, w = true, D = true, d = true, B = true, b = true }
-local function load_kallsyms(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  if not s then return nil end
-  local list = {}
-  local n = 0
-  for a, ty, name, mod in s:gmatch("(%x+) (%a) ([^%s]+)([^\n]*)") do
-    if KEEP[ty] then
-      local v = kernel_v(a)
-      if v then
-        n = n + 1
-        local m = mod:match("%[([^%]]+)%]")
-        list[n] = { v, 0, 0, name, m, n }
-      end
-    end
-  end
-  if n == 0 then return nil end   -- kptr_restrict: every address reads as 0
-  table.sort(list, function(x, y)
-    if x[1] ~= y[1] then return x[1] < y[1] end
-    return x[6] < y[6]
-  end)
-  -- several names at one address: the last one listed is the one perf
-  -- finds (the others end where they start)
-  local starts, ends, names, mods = {}, {}, {}, {}
-  local k = 0
-  for i = 1, n do
-    local e = list[i]
-    if k > 0 and starts[k] == e[1] then
-      names[k], mods[k] = e[4], e[5] or false
-    else
-      k = k + 1
-      list[k] = e
-      starts[k], names[k], mods[k] = e[1], e[4], e[5] or false
-    end
-  end
-  for i = 1, k - 1 do
-    if (mods[i] ~= false) ~= (mods[i + 1] ~= false) then
-      ends[i] = math.ceil((starts[i] + 4096) / 4096) * 4096
-    else
-      ends[i] = starts[i + 1]
-    end
-  end
-  ends[k] = math.ceil(starts[k] / 4096) * 4096 + 4096
-  return { starts = starts, ends = ends, names = names, mods = mods, n = k }
-end
-M.load_kallsyms = load_kallsyms
 
 -- ---------------------------------------------------------------------------
 -- Dsos and maps.
@@ -308,7 +257,6 @@ function Sym:table(d)
   if t then return t end
   if d.kind == "elf" then t = load_elf(self, d)
   elseif d.kind == "perfmap" then t = load_perfmap(d.name)
-  elseif d.kind == "kernel" then t = self:kernel_table() or EMPTY
   else t = EMPTY end
   d.syms = t
   return t
@@ -331,7 +279,7 @@ function Sym:kernel_table()
       end
     end
   end
-  return load_kallsyms(path)
+  return kallsyms.open(path)
 end
 
 local function proc(self, pid)
@@ -469,21 +417,26 @@ local function kernel_entry(self, v)
   if not d then
     d = self:dso("[kernel.kallsyms]", "kernel", "[kernel.kallsyms]")
     self.kernel_dso = d
+    self.ktable = self:kernel_table() or false
   end
-  local t = self:table(d)
-  local i = find(t, v)
+  local key, name, start, mod
+  if self.ktable then key, name, start, mod = self.ktable:find(v) end
   local r = self.kernel_range
-  local outside = r and (v < r[1] or v >= r[2])
-  if outside and not (i and t.mods and t.mods[i]) then
+  if r and (v < r[1] or v >= r[2]) and not mod then
     return entry(self.unknown, nil, nil, "k", v)
   end
-  if i and t.mods and t.mods[i] then
-    local m = "[" .. t.mods[i] .. "]"
-    local md = self.dsos[m] or self:dso(m, "kernel-module", m)
-    md.syms = md.syms or t
-    return entry(md, t, i, "k", v)
+  if mod then
+    local m = "[" .. mod .. "]"
+    d = self.dsos[m] or self:dso(m, "kernel-module", m)
   end
-  return entry(d, t, i, "k", v)
+  if not key then return entry(d, nil, nil, "k", v) end
+  local e = d.entries[key]
+  if not e then
+    e = { dso = d, name = name, start = start, space = "k", addr = start }
+    e.symkey = e
+    d.entries[key] = e
+  end
+  return e
 end
 
 -- S:resolve(pid, ip, mode[, raw]) -> entry. mode: "kernel" or "user" (the
@@ -526,6 +479,46 @@ function Sym:resolve(pid, ip, mode, raw)
   end
   cache[v] = e
   return e
+end
+
+-- demangle(entries): C++ names (_Z...) of resolved entries become what
+-- perf prints (its bfd_demangle without parameters, e.g. "operator new",
+-- "std::locale::operator="), through binutils' c++filt -p, in one run;
+-- names stay mangled when c++filt is missing.
+local demangled = {}
+function M.demangle(entries)
+  local todo, seen = {}, {}
+  for _, e in ipairs(entries) do
+    local n = e.name
+    if n and n:sub(1, 2) == "_Z" and not e.demangled then
+      if demangled[n] then
+        e.name, e.demangled = demangled[n], true
+      elseif not seen[n] then
+        seen[n] = true
+        todo[#todo + 1] = n
+      end
+    end
+  end
+  if #todo > 0 then
+    local tmp = os.tmpname()
+    local f = io.open(tmp, "w")
+    if f then
+      f:write(table.concat(todo, "\n"), "\n")
+      f:close()
+      local p = io.popen("c++filt -p < '" .. tmp .. "' 2>/dev/null", "r")
+      local i = 0
+      for line in (p and p:lines() or function() end) do
+        i = i + 1
+        if todo[i] and line ~= "" then demangled[todo[i]] = line end
+      end
+      if p then p:close() end
+    end
+    os.remove(tmp)
+  end
+  for _, e in ipairs(entries) do
+    local n = e.name
+    if n and not e.demangled and demangled[n] then e.name, e.demangled = demangled[n], true end
+  end
 end
 
 -- S:unknown_entry(ip) -> the entry of an address outside any map.

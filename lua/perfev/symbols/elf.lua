@@ -5,7 +5,7 @@
 -- id. perfev.elf is the full reader (uprobes); this one only loads
 -- symbol tables, fast, for perfev.symbols.
 --
---   local elfsyms = require "perfev.elfsyms"
+--   local elfsyms = require "perfev.symbols.elf"
 --   local info = assert(elfsyms.inspect("/usr/bin/lua5.4"))
 --   -- info.type, info.build_id (raw bytes), info.symtab, info.dynsym, info.segments
 --   local t = assert(elfsyms.symbols("/usr/bin/lua5.4", ".dynsym", info))
@@ -158,7 +158,11 @@ M.better = better
 -- gives every zero-size symbol the start of the next (or the end of its
 -- page + 4096, for the last). list: { { start, size, bind, name } }.
 function M.finish(list)
-  table.sort(list, function(a, b) return a[1] < b[1] end)
+  for i, s in ipairs(list) do s[5] = i end   -- equal starts keep the table's order (perf's rb-tree)
+  table.sort(list, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    return a[5] < b[5]
+  end)
   local starts, ends, names = {}, {}, {}
   local n = 0
   for _, s in ipairs(list) do
@@ -217,31 +221,15 @@ local function section(e, name)
   end
 end
 
--- perf's dso__synthesize_plt_symbols (x86): a ".plt" symbol over the PLT
--- header (the whole .plt when .plt.sec holds the stubs), and "name@plt"
--- for each stub, in the order of .rela.plt: { { start, size, bind, name } }
--- at file offsets.
+-- perf 6.1's dso__synthesize_plt_symbols: "name@plt" for each relocation
+-- of .rela.plt, in its order, one .plt entry (sh_entsize bytes) each after
+-- the PLT's header: { { start, size, bind, name } } at file offsets. (Later
+-- perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
 local function plt_symbols(f, e)
   local plt = section(e, ".plt")
   local rel = section(e, ".rela.plt")
-  if not plt or not rel or rel.entsize ~= 24 then return {} end
-  local function entry_size(sec)
-    local n = sec.entsize
-    if n ~= 8 and n ~= 16 then n = sec.align == 8 and 8 or 16 end
-    return n
-  end
-  local size = entry_size(plt)
-  local out = {}
-  local sec = section(e, ".plt.sec")
-  local offset, lazy
-  if sec then
-    out[1] = { plt.offset, plt.size, STB_GLOBAL, ".plt" }
-    size = entry_size(sec)
-    offset, lazy = sec.offset, false
-  else
-    out[1] = { plt.offset, size, STB_GLOBAL, ".plt" }
-    offset, lazy = plt.offset + size, true
-  end
+  if not plt or not rel or rel.entsize ~= 24 or plt.entsize == 0 then return {} end
+  local size = plt.entsize
   local dynsym = e.sections[rel.link]
   local strsec = dynsym and e.sections[dynsym.link]
   local data = read_at(f, rel.offset, rel.size)
@@ -249,22 +237,19 @@ local function plt_symbols(f, e)
   local strings = strsec and read_at(f, strsec.offset, strsec.size)
   if not data or not syms or not strings then return {} end
   local r = e.r
-  local rels = {}
+  local out = {}
+  local offset = plt.offset
   for p = 1, #data - 23, 24 do
-    rels[#rels + 1] = { r.u64(data, p), math.floor(r.u64(data, p + 8) / 4294967296) }
-  end
-  -- perf 6.1 takes the relocations in .rela.plt's order (later perfs sort a lazy PLT's by GOT slot)
-  local _ = lazy
-  for _, x in ipairs(rels) do
+    local symidx = math.floor(r.u64(data, p + 8) / 4294967296)
     local name = ""
-    local sp = x[2] * 24 + 1
-    if x[2] > 0 and sp + 23 <= #syms then
+    local sp = symidx * 24 + 1
+    if sp + 23 <= #syms then
       local n = r.u32(syms, sp)
       local z = strings:find("\0", n + 1, true)
       name = z and strings:sub(n + 1, z - 1) or ""
     end
-    out[#out + 1] = { offset, size, STB_GLOBAL, name .. "@plt" }
     offset = offset + size
+    out[#out + 1] = { offset, size, STB_GLOBAL, name .. "@plt" }
   end
   return out
 end
