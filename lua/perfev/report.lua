@@ -37,7 +37,7 @@ end
 
 -- The state of one event's histogram.
 local function new_hist(entry)
-  return { name = entry.name, attr = entry.attr, samples = 0, period = 0, root = {}, rows = {},
+  return { name = entry.name, attr = entry.attr, samples = 0, period = 0, root = {}, rows = {}, ctx = {},
            default_period = entry.attr.sample_period,
            callchain = has_bit(entry.attr.sample_type, SAMPLE_CALLCHAIN),
            tracepoint = entry.attr.type == TRACEPOINT }
@@ -67,6 +67,22 @@ local function row_of(h, sortkeys, s)
   return row
 end
 
+-- The rows of a sample's comm/thread/cpu (the sort keys that do not
+-- depend on the address): a table entry -> row, filled as rows are found.
+local function ctx_of(self, h, s)
+  local node = h.ctx
+  for _, k in ipairs(self.ctxkeys) do
+    local part = k.part(s)
+    local nxt = node[part]
+    if not nxt then
+      nxt = {}
+      node[part] = nxt
+    end
+    node = nxt
+  end
+  return node
+end
+
 -- Adds the callchain of a sample to the children of every row it passes
 -- through, once per row (perf's iter_add_next_cumulative_entry). With
 -- children, perf walks the chain from the outermost caller in (its
@@ -76,45 +92,54 @@ end
 -- The decoder gives the frames without PERF_CONTEXT_* markers and the
 -- markers as segments (rec.callchain_contexts); frames before any marker
 -- are user frames, as perf starts.
-local function frame_modes(chain, contexts, n)
-  local modes = {}
-  local mode = "user"
-  local seg = 1
-  for i = 1, n do
-    local c = contexts and contexts[seg]
-    while c and i >= c.first do
-      mode = c.context
-      seg = seg + 1
-      c = contexts[seg]
-    end
-    if type(mode) ~= "string" then return nil end   -- a corrupt marker: perf drops the chain
-    modes[i] = mode
-  end
-  return modes
-end
+local MODE_LEVEL = { kernel = "k", user = "." }
 
-local function cumulate(self, h, s, chain, contexts, period, first)
+-- Frames last..first of one context (mode), outermost first.
+local function walk(self, h, s, ctx, chain, first, last, mode, level, period, stamp)
   local S = self.S
-  local n = #chain
-  if n > self.max_stack then n = self.max_stack end
-  local modes = frame_modes(chain, contexts, n)
-  if not modes then return end
-  local seen = { [first] = true }
-  local level = s.level
-  local sample_e = s.e
-  for i = n, 1, -1 do
-    local mode = modes[i]
-    local e
-    if mode == "kernel" or mode == "user" then e = S:resolve(s.pid, chain[i], mode, true)
-    else e = S:unknown_entry(chain[i]) end
-    if e.dso ~= S.unknown then level = mode == "kernel" and "k" or "." end
-    s.e, s.level = e, level
-    local row = row_of(h, self.sortkeys, s)
-    if not seen[row] then
-      seen[row] = true
+  local unknown = S.unknown
+  local cache = S:cache(s.pid, mode)
+  local mlevel = MODE_LEVEL[mode]
+  for i = last, first, -1 do
+    local ip = chain[i]
+    local e = cache and cache[ip]
+    if not e then
+      if mlevel then e = S:resolve(s.pid, ip, mode, true) else e = S:unknown_entry(ip) end
+    end
+    if mlevel and e.dso ~= unknown then level = mlevel end
+    local row = ctx[e]
+    if not row then
+      s.e, s.level = e, level
+      row = row_of(h, self.sortkeys, s)
+      ctx[e] = row
+    end
+    if row.stamp ~= stamp then
+      row.stamp = stamp
       row.children_period = row.children_period + period
     end
   end
+  return level
+end
+
+local function cumulate(self, h, s, ctx, chain, contexts, period, stamp)
+  local n = #chain
+  if n > self.max_stack then n = self.max_stack end
+  local nseg = contexts and #contexts or 0
+  for i = 1, nseg do
+    if type(contexts[i].context) ~= "string" then return end   -- a corrupt marker: perf drops the chain
+  end
+  local sample_e = s.e
+  local level = s.level
+  for i = nseg, 1, -1 do
+    local c = contexts[i]
+    local last = c.last < n and c.last or n
+    if c.first <= last then
+      level = walk(self, h, s, ctx, chain, c.first, last, c.context, level, period, stamp)
+    end
+  end
+  local before = nseg > 0 and contexts[1].first - 1 or n
+  if before > n then before = n end
+  if before >= 1 then walk(self, h, s, ctx, chain, 1, before, "user", level, period, stamp) end
   s.e = sample_e
 end
 
@@ -172,16 +197,23 @@ local function aggregate(self, f, opts)
       s.pid, s.tid, s.cpu = rec.pid or -1, tid, rec.cpu or -1
       s.comm = comms[tid] or (":" .. tid)
       s.level = LEVEL[mode] or "."
-      s.e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
-      local row = row_of(h, self.sortkeys, s)
+      local e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
+      s.e = e
+      local ctx = ctx_of(self, h, s)
+      local row = ctx[e]
+      if not row then
+        row = row_of(h, self.sortkeys, s)
+        ctx[e] = row
+      end
       row.period = row.period + period
       row.samples = row.samples + 1
       h.samples = h.samples + 1
       h.period = h.period + period
       if self.children then
         row.children_period = row.children_period + period
+        row.stamp = h.samples
         local chain = rec.callchain
-        if chain then cumulate(self, h, s, chain, rec.callchain_contexts, period, row) end
+        if chain then cumulate(self, h, s, ctx, chain, rec.callchain_contexts, period, h.samples) end
       end
       if bar then
         count = count + 1
@@ -267,8 +299,11 @@ function M.open(src, opts)
   local self = setmetatable({ path = type(src) == "string" and src or nil, sort = names,
                               percent_limit = opts.percent_limit or 0,
                               max_stack = opts.max_stack or MAX_STACK }, Report)
-  self.sortkeys = {}
-  for i, n in ipairs(names) do self.sortkeys[i] = keys[n] end
+  self.sortkeys, self.ctxkeys = {}, {}
+  for i, n in ipairs(names) do
+    self.sortkeys[i] = keys[n]
+    if not keys[n].by_entry then self.ctxkeys[#self.ctxkeys + 1] = keys[n] end
+  end
   self.S = symbols.new { build_ids = f:features().build_id, kallsyms = opts.kallsyms,
                          debug_dir = opts.debug_dir, perfmap_dir = opts.perfmap_dir }
   local ok, err = pcall(aggregate, self, f, opts)

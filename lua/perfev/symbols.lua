@@ -294,23 +294,41 @@ end
 -- Inserts map m into the sorted list, cutting what it overlaps out of the
 -- maps already there (maps__fixup_overlappings).
 local function insert_map(p, m)
-  local out = {}
-  for _, o in ipairs(p.maps) do
-    if o.stop <= m.start or o.start >= m.stop then
-      out[#out + 1] = o
-    else
-      if o.start < m.start then
-        out[#out + 1] = { start = o.start, stop = m.start, pgoff = o.pgoff, dso = o.dso, ident = o.ident }
-      end
-      if o.stop > m.stop then
-        local pg = o.ident and o.pgoff or o.pgoff + (m.stop - o.start)
-        out[#out + 1] = { start = m.stop, stop = o.stop, pgoff = pg, dso = o.dso, ident = o.ident }
-      end
+  local maps = p.maps
+  local n = #maps
+  -- the first map that ends after m starts
+  local lo, hi = 1, n + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if maps[mid].stop <= m.start then lo = mid + 1 else hi = mid end
+  end
+  local last = lo
+  while last <= n and maps[last].start < m.stop do last = last + 1 end
+  -- maps[lo .. last-1] overlap m: keep what sticks out before and after it
+  local repl = {}
+  if lo < last then
+    local o = maps[lo]
+    if o.start < m.start then
+      repl[#repl + 1] = { start = o.start, stop = m.start, pgoff = o.pgoff, dso = o.dso, ident = o.ident }
     end
   end
-  out[#out + 1] = m
-  table.sort(out, function(a, b) return a.start < b.start end)
-  p.maps = out
+  repl[#repl + 1] = m
+  if lo < last then
+    local o = maps[last - 1]
+    if o.stop > m.stop then
+      local pg = o.ident and o.pgoff or o.pgoff + (m.stop - o.start)
+      repl[#repl + 1] = { start = m.stop, stop = o.stop, pgoff = pg, dso = o.dso, ident = o.ident }
+    end
+  end
+  local removed, added = last - lo, #repl
+  local shift = added - removed
+  if shift > 0 then
+    for i = n, last, -1 do maps[i + shift] = maps[i] end
+  elseif shift < 0 then
+    for i = last, n do maps[i + shift] = maps[i] end
+    for i = n + shift + 1, n do maps[i] = nil end
+  end
+  for i = 1, added do maps[lo + i - 1] = repl[i] end
   p.cache, p.rawcache = {}, {}
 end
 
@@ -444,41 +462,60 @@ end
 -- unresolved address keeps the address itself (perf's callchain nodes)
 -- instead of its offset in the file.
 function Sym:resolve(pid, ip, mode, raw)
-  local space, v = split(ip)
+  -- caches by the address as given (a Lua number); cdata (LuaJIT) by its value
+  local key = ip
+  if type(ip) ~= "number" then
+    local space, v = split(ip)
+    key = space == "u" and v or nil
+  end
   if mode == "kernel" then
-    if space ~= "k" then return entry(self.unknown, nil, nil, space, v) end
-    local e = self.kcache[v]
-    if not e then
-      e = kernel_entry(self, v)
-      self.kcache[v] = e
-    end
+    local e = key and self.kcache[key]
+    if e then return e end
+    local space, v = split(ip)
+    if space ~= "k" then e = entry(self.unknown, nil, nil, space, v)
+    else e = kernel_entry(self, v) end
+    if key then self.kcache[key] = e end
     return e
   end
   local p = self.procs[pid]
-  if not p or space ~= "u" then return entry(self.unknown, nil, nil, space, v) end
-  local cache = raw and p.rawcache or p.cache
-  local e = cache[v]
+  local cache = p and (raw and p.rawcache or p.cache)
+  local e = cache and key and cache[key]
   if e then return e end
-  local maps = p.maps
-  local lo, hi = 1, #maps
-  local m
-  while lo <= hi do
-    local mid = math.floor((lo + hi) / 2)
-    local x = maps[mid]
-    if v < x.start then hi = mid - 1
-    elseif v >= x.stop then lo = mid + 1
-    else m = x; break end
-  end
-  if not m then
+  local space, v = split(ip)
+  if not p or space ~= "u" then
     e = entry(self.unknown, nil, nil, space, v)
   else
-    local off = m.ident and v or (v - m.start + m.pgoff)
-    local t = self:table(m.dso)
-    local i = find(t, off)
-    e = entry(m.dso, t, i, "u", (raw and not i) and v or off)
+    local maps = p.maps
+    local lo, hi = 1, #maps
+    local m
+    while lo <= hi do
+      local mid = math.floor((lo + hi) / 2)
+      local x = maps[mid]
+      if v < x.start then hi = mid - 1
+      elseif v >= x.stop then lo = mid + 1
+      else m = x; break end
+    end
+    if not m then
+      e = entry(self.unknown, nil, nil, space, v)
+    else
+      local off = m.ident and v or (v - m.start + m.pgoff)
+      local t = self:table(m.dso)
+      local i = find(t, off)
+      e = entry(m.dso, t, i, "u", (raw and not i) and v or off)
+    end
   end
-  cache[v] = e
+  if cache and key then cache[key] = e end
   return e
+end
+
+-- S:cache(pid, mode) -> the table S:resolve(pid, ip, mode, true) keeps
+-- its answers in, by ip (callers look there first: the hot path of a
+-- callchain walk), or nil.
+function Sym:cache(pid, mode)
+  if mode == "kernel" then return self.kcache end
+  local p = self.procs[pid]
+  if mode == "user" and p then return p.rawcache end
+  return nil
 end
 
 -- demangle(entries): C++ names (_Z...) of resolved entries become what

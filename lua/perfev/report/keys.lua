@@ -3,7 +3,8 @@
 -- how a row prints, its width, and the order of rows that tie on overhead.
 --
 -- Each key: part(s) -> the value that tells rows apart (s: the sample's
--- comm, tid, cpu and resolved entry), header, text(row, width), len(row)
+-- comm, tid, cpu and resolved entry; by_entry: a function of the entry
+-- alone), header, text(row, width), len(row)
 -- -> the width the row needs, cmp(a, b) -> a negative number when row a
 -- comes first among rows of equal overhead.
 local symbols = require "perfev.symbols"
@@ -57,6 +58,7 @@ M.cpu = {
 
 M.dso = {
   header = "Shared Object",
+  by_entry = true,
   part = function(s) return s.e.dso end,
   text = function(row, w) return pad(row.e.dso.short, w) end,
   len = function(row)
@@ -76,6 +78,7 @@ end
 
 M.symbol = {
   header = "Symbol",
+  by_entry = true,
   part = function(s) return s.e.symkey end,
   text = function(row) return "[" .. row.level .. "] " .. symbols.format(row.e) end,
   last_unpadded = true,

@@ -158,11 +158,26 @@ M.better = better
 -- gives every zero-size symbol the start of the next (or the end of its
 -- page + 4096, for the last). list: { { start, size, bind, name } }.
 function M.finish(list)
-  for i, s in ipairs(list) do s[5] = i end   -- equal starts keep the table's order (perf's rb-tree)
-  table.sort(list, function(a, b)
-    if a[1] ~= b[1] then return a[1] < b[1] end
-    return a[5] < b[5]
-  end)
+  -- sort by start, equal starts in the table's order (perf's rb-tree):
+  -- the distinct starts are sorted as plain numbers (fast), each with the
+  -- symbols at it in their order
+  local at, uniq = {}, {}
+  for _, s in ipairs(list) do
+    local g = at[s[1]]
+    if g then g[#g + 1] = s
+    else
+      at[s[1]] = { s }
+      uniq[#uniq + 1] = s[1]
+    end
+  end
+  table.sort(uniq)
+  local k = 0
+  for _, v in ipairs(uniq) do
+    for _, s in ipairs(at[v]) do
+      k = k + 1
+      list[k] = s
+    end
+  end
   local starts, ends, names = {}, {}, {}
   local n = 0
   for _, s in ipairs(list) do
@@ -196,19 +211,25 @@ local function read_table(f, e, sec)
   if not data or not strings then return nil end
   local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
   local list = {}
+  -- Lua 5.3+: one string.unpack per symbol; LuaJIT: the byte readers
+  local unpack = string.unpack
+  local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
   for p = 1, #data - 23, 24 do
-    local info = byte(data, p + 4)
+    local name, info, other, shndx, value, size
+    if unpack then
+      name, info, other, shndx, value, size = unpack(fmt, data, p)
+    else
+      name, info, other, shndx = r.u32(data, p), byte(data, p + 4), byte(data, p + 5), r.u16(data, p + 6)
+    end
     local stype = info % 16
-    local shndx = r.u16(data, p + 6)
-    local name = r.u32(data, p)
-    local vis = byte(data, p + 5) % 4
+    local vis = other % 4
     local sec = shndx ~= SHN_UNDEF and shndx < SHN_LORESERVE and secs[shndx]
     -- functions, and labels (NOTYPE, visible, in code: perf's elf_sym__is_label)
     if name ~= 0 and sec and (stype == STT_FUNC or stype == STT_GNU_IFUNC or
        (stype == STT_NOTYPE and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN and sec.flags % 8 >= SHF_EXECINSTR)) then
       local z = find(strings, "\0", name + 1, true) or (#strings + 1)
-      list[#list + 1] = { r.u64(data, p + 8), r.u64(data, p + 16), math.floor(info / 16),
-                          sub(strings, name + 1, z - 1) }
+      if not unpack then value, size = r.u64(data, p + 8), r.u64(data, p + 16) end
+      list[#list + 1] = { value, size, math.floor(info / 16), sub(strings, name + 1, z - 1) }
     end
   end
   return list
