@@ -232,6 +232,9 @@ local function aggregate(self, f, opts)
   end
   if bar then bar(size, true) end
   self.lost = lost
+  for _, h in ipairs(hists) do
+    for _, r in ipairs(h.rows) do r.thread_comm = comms[r.tid] or r.comm end
+  end
 end
 
 -- Orders the rows of a histogram as perf prints them: children, then
@@ -261,7 +264,7 @@ local function public_row(self, h, r)
   local row = {
     overhead = h.period > 0 and 100 * r.period / h.period or 0,
     period = r.period, samples = r.samples,
-    comm = r.comm, pid = r.pid, tid = r.tid, cpu = r.cpu,
+    comm = r.comm, pid = r.pid, tid = r.tid, cpu = r.cpu, thread_comm = r.thread_comm,
     dso = e.dso.short, dso_path = e.dso.name, sym = e.name, level = r.level,
     symbol = symbols.format(e), address = not e.name and symbols.format(e) or nil,
   }

@@ -29,18 +29,20 @@ M.comm = {
   header = "Command",
   part = function(s) return s.comm end,
   text = function(row, w) return pad(row.comm, w) end,
-  len = function(row) return #row.comm end,
+  -- perf sizes the column by the thread's last comm (thread__comm_len)
+  len = function(row) return #(row.thread_comm or row.comm) end,
   cmp = function(a, b) return strcmp(a.comm, b.comm) end,
 }
 
+-- the thread's comm as the file leaves it (perf prints the thread's last)
 M.pid = {
   header = "    Pid:Command",
   part = function(s) return s.tid end,
   text = function(row, w)
     local n = w - 8
-    return ("%7.0f:"):format(row.tid) .. pad(row.comm, n < 0 and 0 or n)
+    return ("%7.0f:"):format(row.tid) .. pad(row.thread_comm or row.comm, n < 0 and 0 or n)
   end,
-  len = function(row) return #row.comm + 8 end,
+  len = function(row) return #(row.thread_comm or row.comm) + 8 end,
   cmp = function(a, b) return a.tid - b.tid end,
 }
 

@@ -34,7 +34,7 @@ local function columns(rep, h, shown)
   if rep.children then pct_col("Children", "children_period"); pct_col("Self", "period")
   else pct_col("Overhead", "period") end
   local comm_width = #keys.comm.header
-  for _, r in ipairs(h.rows) do comm_width = math.max(comm_width, #r.comm) end
+  for _, r in ipairs(h.rows) do comm_width = math.max(comm_width, keys.comm.len(r)) end
   for i, k in ipairs(rep.sortkeys) do
     local w = #k.header
     for _, r in ipairs(h.rows) do w = math.max(w, k.len(r)) end

@@ -1,0 +1,67 @@
+-- `perfev report`: perf report --stdio for a perf.data file (perf's or
+-- perfev's). The command's dispatcher (perfev.cli) calls M.configure on
+-- its argparse command, then M.run with the parsed arguments.
+--
+--   perfev report [-i FILE] [-s KEYS] [--stdio] [--no-children] [--percent-limit P]
+local M = {}
+
+M.summary = "Read a perf.data file and show the profile, as perf report --stdio"
+
+function M.configure(cmd)
+  cmd:option("-i --input", "Input file name (as perf report).", "perf.data")
+  cmd:option("-s --sort", "Sort by keys, comma-separated: comm, dso, symbol, pid, cpu "
+             .. "(perf's names, prefixes allowed). Default: comm,dso,symbol.")
+  cmd:flag("--stdio", "Use the stdio interface (the only one; accepted as perf's).")
+  cmd:flag("--children", "Accumulate callchains of children (default when the samples have callchains).")
+  cmd:flag("--no-children", "Do not accumulate callchains: one overhead column.")
+  cmd:option("--percent-limit", "Do not show entries under that percent.")
+     :convert(function(s)
+       local n = tonumber(s)
+       if not n then return nil, ("--percent-limit: '%s' is not a number"):format(s) end
+       return n
+     end)
+  cmd:option("--kallsyms", "kallsyms pathname (default /proc/kallsyms).")
+  cmd:option("--max-stack", "Maximum callchain depth considered (default 127).")
+     :convert(function(s)
+       local n = tonumber(s)
+       if not n or n < 0 or n ~= math.floor(n) then
+         return nil, ("--max-stack: '%s' is not a whole number"):format(s)
+       end
+       return n
+     end)
+  return cmd
+end
+
+local function fail(msg)
+  msg = tostring(msg):gsub("^perfev%.perfdata: ", ""):gsub("^perfev%.report: ", ""):gsub("\n.*", "")
+  local path, rest = msg:match("^([^:]+): (.*)$")
+  if path and rest:sub(1, #path + 2) == path .. ": " then msg = rest end   -- "x: x: No such file"
+  io.stderr:write("perfev report: ", msg, "\n")
+  return 1
+end
+
+-- M.run(args) -> exit code
+function M.run(args)
+  local report = require "perfev.report"
+  if args.children and args.no_children then
+    return fail("--children and --no-children exclude each other")
+  end
+  local children
+  if args.children then children = true elseif args.no_children then children = false end
+  local input = args.input or "perf.data"
+  local ok, rep, msg = pcall(report.open, input, {
+    sort = args.sort, children = children, percent_limit = args.percent_limit,
+    kallsyms = args.kallsyms, max_stack = args.max_stack,
+  })
+  if not ok then return fail(rep) end
+  if not rep then return fail(msg) end
+  if rep.tracepoints_only and not args.sort then
+    io.stderr:write("perfev report: note: perf sorts a file of tracepoints only by 'trace' ",
+                    "(the formatted event), which perfev does not compute: sorted by comm,dso,symbol\n")
+  end
+  local wok, werr = io.stdout:write(rep:format())
+  if not wok then return fail(werr) end
+  return 0
+end
+
+return M
