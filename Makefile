@@ -85,6 +85,7 @@ DEPS := cmd:$(LUA):$(LUA_DEB) \
         lua:$(LUA)/zlib:lua-zlib \
         lua:$(LUA)/argparse:lua-argparse \
         lua:$(LUA)/socket:lua-socket \
+        lua:$(LUA)/term:lua-term \
         cmd:go:golang-go \
         cmd:chromium:chromium \
         cmd:npm:npm

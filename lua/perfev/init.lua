@@ -67,6 +67,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
   profile = { "perfev.profile", "profile" },
+  report = { "perfev.report" },
 }
 setmetatable(M, { __index = function(t, k)
   local where = LAZY[k]

@@ -55,6 +55,11 @@ local TWO32 = 4294967296
 local KBASE_INT = is_integer(0x7fffffffffffffff) and -KSPAN or nil   -- 0xffff800000000000 as a 5.3+ integer
 
 local function split_number(ip)      -- a double (LuaJIT numbers, or floats)
+  if ip < 0 then                       -- a u64 read as signed
+    if ip >= -4095 then return "c", ip end
+    if ip >= -KSPAN then return "k", ip + KSPAN end
+    return "x", ip
+  end
   if ip < 2 ^ 63 then return "u", ip end
   local top = 2 ^ 64 - ip
   if top <= 4095 then return "c", -top end

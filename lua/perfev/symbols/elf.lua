@@ -80,7 +80,7 @@ local function headers(f, path)
   if not all then return nil, path .. ": truncated section headers" end
   for i = 0, shnum - 1 do
     local p = i * shentsize + 1
-    e.sections[i] = { name = r.u32(all, p), type = r.u32(all, p + 4), flags = r.u32(all, p + 8),
+    e.sections[i] = { name = r.u32(all, p), type = r.u32(all, p + 4), flags = r.u64(all, p + 8),
                       addr = r.u64(all, p + 16),
                       offset = r.u64(all, p + 24), size = r.u64(all, p + 32),
                       link = r.u32(all, p + 40), align = r.u64(all, p + 48),
@@ -223,10 +223,11 @@ local function read_table(f, e, sec)
     end
     local stype = info % 16
     local vis = other % 4
-    local sec = shndx ~= SHN_UNDEF and shndx < SHN_LORESERVE and secs[shndx]
+    local in_sec = shndx ~= SHN_UNDEF and shndx < SHN_LORESERVE and secs[shndx]
     -- functions, and labels (NOTYPE, visible, in code: perf's elf_sym__is_label)
-    if name ~= 0 and sec and (stype == STT_FUNC or stype == STT_GNU_IFUNC or
-       (stype == STT_NOTYPE and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN and sec.flags % 8 >= SHF_EXECINSTR)) then
+    if name ~= 0 and in_sec and (stype == STT_FUNC or stype == STT_GNU_IFUNC or
+       (stype == STT_NOTYPE and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN
+        and in_sec.flags % 8 >= SHF_EXECINSTR)) then
       local z = find(strings, "\0", name + 1, true) or (#strings + 1)
       if not unpack then value, size = r.u64(data, p + 8), r.u64(data, p + 16) end
       list[#list + 1] = { value, size, math.floor(info / 16), sub(strings, name + 1, z - 1) }

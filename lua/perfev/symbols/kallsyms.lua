@@ -148,8 +148,9 @@ end
 
 -- k:find(v) -> key (unique per symbol), name, start, module | nil
 function K:find(v)
-  local key, name, start, m = core_find(self, v)
+  local key, name, start = core_find(self, v)
   if key then return key, name, start end
+  local m
   key, name, start, m = module_find(self, v)
   if key then return key, name, start, m end
   return nil
