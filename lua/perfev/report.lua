@@ -122,8 +122,11 @@ local function walk(self, h, s, ctx, chain, first, last, mode, level, period, st
 end
 
 local function cumulate(self, h, s, ctx, chain, contexts, period, stamp)
+  -- perf walks from the outermost frame and stops after max_stack frames:
+  -- a deeper chain loses the frames nearest the sample
   local n = #chain
-  if n > self.max_stack then n = self.max_stack end
+  local low = n - self.max_stack + 1
+  if low < 1 then low = 1 end
   local nseg = contexts and #contexts or 0
   for i = 1, nseg do
     if type(contexts[i].context) ~= "string" then return end   -- a corrupt marker: perf drops the chain
@@ -132,21 +135,24 @@ local function cumulate(self, h, s, ctx, chain, contexts, period, stamp)
   local level = s.level
   for i = nseg, 1, -1 do
     local c = contexts[i]
-    local last = c.last < n and c.last or n
-    if c.first <= last then
-      level = walk(self, h, s, ctx, chain, c.first, last, c.context, level, period, stamp)
+    local first = c.first > low and c.first or low
+    if first <= c.last then
+      level = walk(self, h, s, ctx, chain, first, c.last, c.context, level, period, stamp)
     end
   end
   local before = nseg > 0 and contexts[1].first - 1 or n
-  if before > n then before = n end
-  if before >= 1 then walk(self, h, s, ctx, chain, 1, before, "user", level, period, stamp) end
+  if before >= low then walk(self, h, s, ctx, chain, low, before, "user", level, period, stamp) end
   s.e = sample_e
 end
 
 local function progress_bar(opts, size)
   if opts.progress == false then return nil end
   local ok, term = pcall(require, "term")
-  local tty = opts.progress == true or (ok and term.isatty and term.isatty(io.stderr))
+  local tty = opts.progress == true
+  if not tty and ok and term.isatty and io.type(io.stderr) == "file" then
+    local iok, yes = pcall(term.isatty, io.stderr)
+    tty = iok and yes
+  end
   if not tty or not size or size == 0 then return nil end
   local t0, shown = os.clock(), false
   return function(offset, done)

@@ -40,9 +40,10 @@ local function columns(rep, h, shown)
     for _, r in ipairs(h.rows) do w = math.max(w, k.len(r)) end
     if k == keys.pid then w = math.max(w, comm_width + 8) end
     local last = i == #rep.sortkeys
-    cols[#cols + 1] = { header = k.header, width = w, key = k,
-                        unpadded = last and k.last_unpadded,
-                        text = function(r) return k.text(r, w) end }
+    -- the symbol is printed unpadded when it is the last column
+    local text = k.text
+    if k.last_unpadded and not last then text = function(r) return keys.pad(k.text(r, w), w) end end
+    cols[#cols + 1] = { header = k.header, width = w, key = k, text = function(r) return text(r, w) end }
   end
   local _ = shown
   return cols
