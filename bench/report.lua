@@ -1,0 +1,108 @@
+-- bench/report.lua: `perfev report` against `perf report --stdio` on the
+-- same perf.data files of 100k+ samples, whole process against whole
+-- process (interpreter and perf start-up, symbol loading, output to
+-- /dev/null), median of ROUNDS alternated runs: wall time and CPU time
+-- (user + system of the child), printed as ratios.
+--
+-- Files: cpu-clock every 100 us on every CPU (perf record -a, as root),
+-- with callchains (-g) and without; perf's default view of the -g file
+-- also draws the call graphs, `-g none` prints the flat view perfev
+-- prints. Without root, a Lua loop sampled every 10 us (no callchains).
+--   make bench     (needs the perf tool; skipped without it)
+local core = require "perfev.core"
+local pd = require "perfev.perfdata"
+local B = require "bench.support"
+
+local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 3
+local LUA = os.getenv("LUA") or "lua5.4"
+local sh, q = B.sh, B.quote
+
+if not B.have_perf() then
+  print("bench/report.lua: the perf tool is not installed (Debian: linux-perf); skipped")
+  return
+end
+
+local dir = B.tmpdir()
+
+local function count_samples(path)
+  local f = assert(pd.open(path))
+  local n = 0
+  for _ in f:records { types = { "sample" } } do n = n + 1 end
+  f:close()
+  return n
+end
+
+local root = sh("id -u"):match("^0") ~= nil
+
+-- Records until the file holds 100k samples.
+local function record(name, g)
+  local file = dir .. "/" .. name
+  local samples, secs = 0, 3
+  while samples < 100000 and secs < 60 do
+    local cmd
+    if root then
+      cmd = ("perf record -q -a %s -e cpu-clock -c 100000 -o %s -- sleep %g 2>&1"):format(g and "-g" or "", q(file), secs)
+    else
+      local busy = ("local t = os.clock() local x = 0 while os.clock() - t < %g do " ..
+                    "for i = 1, 1000 do x = x + i end end"):format(secs / 3)
+      cmd = ("perf record -q -e cpu-clock -c 10000 -o %s -- %s -e %s 2>&1"):format(q(file), LUA, q(busy))
+    end
+    local out, ok = sh(cmd)
+    assert(ok, "perf record failed: " .. out)
+    samples = count_samples(file)
+    secs = secs * 2
+  end
+  return file, samples
+end
+
+-- Wall and CPU nanoseconds of a shell command, output discarded.
+local function run(cmd)
+  local u0, s0 = core.rusage("children")
+  local t0 = core.clock_ns()
+  sh(cmd .. " >/dev/null 2>&1")
+  local t1 = core.clock_ns()
+  local u1, s1 = core.rusage("children")
+  return t1 - t0, (u1 - u0) + (s1 - s0)
+end
+
+local function perfev_cmd(file)
+  local code = ("package.path = %q; package.cpath = %q; " ..
+                "os.exit(require('perfev.cli.report').run { input = %q })")
+               :format(package.path, package.cpath, file)
+  return LUA .. " -e " .. q(code)
+end
+
+local function bench(title, file, samples, runs)
+  local walls, cpus = {}, {}
+  for i = 1, #runs do walls[i], cpus[i] = {}, {} end
+  for _ = 1, ROUNDS do   -- alternated, so that every run sees the same machine state
+    for i, r in ipairs(runs) do
+      local w, c = run(r[2])
+      table.insert(walls[i], w)
+      table.insert(cpus[i], c)
+    end
+  end
+  local fsize = tonumber((sh("stat -c %s " .. q(file)):gsub("%s+$", "")))
+  print(("%s: %d samples, %.1f MB; median of %d whole-process runs"):format(title, samples, fsize / 1e6, ROUNDS))
+  local mw, mc = B.median(walls[#runs]), B.median(cpus[#runs])
+  for i, r in ipairs(runs) do
+    local w, c = B.median(walls[i]), B.median(cpus[i])
+    local ratio = i < #runs and ("   perfev %.1fx faster (wall), %.1fx (cpu)"):format(w / mw, c / mc) or ""
+    print(("  %-40s %8.0f ms wall %8.0f ms cpu%s"):format(r[1], w / 1e6, c / 1e6, ratio))
+  end
+end
+
+local flat, nflat = record("flat.data", false)
+bench("cpu-clock, no callchains", flat, nflat, {
+  { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)) },
+  { "perfev report", perfev_cmd(flat) },
+})
+if root then
+  local g, ng = record("g.data", true)
+  bench("cpu-clock -g (children)", g, ng, {
+    { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)) },
+    { "perf report --stdio -g none", ("perf report --stdio -g none -i %s"):format(q(g)) },
+    { "perfev report", perfev_cmd(g) },
+  })
+end
+B.rmdir(dir)
