@@ -41,7 +41,8 @@ local function record(name, g)
   while samples < 100000 and secs < 60 do
     local cmd
     if root then
-      cmd = ("perf record -q -a %s -e cpu-clock -c 100000 -o %s -- sleep %g 2>&1"):format(g and "-g" or "", q(file), secs)
+      cmd = ("perf record -q -a %s -e cpu-clock -c 100000 -o %s -- sleep %g 2>&1")
+            :format(g and "-g" or "", q(file), secs)
     else
       local busy = ("local t = os.clock() local x = 0 while os.clock() - t < %g do " ..
                     "for i = 1, 1000 do x = x + i end end"):format(secs / 3)

@@ -153,7 +153,8 @@ describe("perfev.report against perf report --stdio", function()
 
   it("a tracepoint beside cpu-clock, and tracepoints alone sorted by comm,dso,sym", function()
     local tp = "sched:sched_switch"
-    local ok = shell.sh("test -d /sys/kernel/tracing/events/sched || test -d /sys/kernel/debug/tracing/events/sched && echo y")
+    local ok = shell.sh("test -d /sys/kernel/tracing/events/sched || " ..
+                        "test -d /sys/kernel/debug/tracing/events/sched && echo y")
     if not ok:match("y") then
       pending("tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing")
       return
@@ -242,10 +243,14 @@ describe("perfev report (the command's module)", function()
   local function run(args)
     local out, err = {}, {}
     local so, se = io.stdout, io.stderr
-    io.stdout = { write = function(_, ...) for _, s in ipairs { ... } do out[#out + 1] = s end return true end }
-    io.stderr = { write = function(_, ...) for _, s in ipairs { ... } do err[#err + 1] = s end return true end }
+    local function sink(t)
+      return { write = function(_, ...) for _, s in ipairs { ... } do t[#t + 1] = s end return true end }
+    end
+    rawset(io, "stdout", sink(out))
+    rawset(io, "stderr", sink(err))
     local ok, code = pcall(cli.run, args)
-    io.stdout, io.stderr = so, se
+    rawset(io, "stdout", so)
+    rawset(io, "stderr", se)
     assert(ok, code)
     return code, table.concat(out), table.concat(err)
   end
