@@ -88,7 +88,11 @@ local function bench(title, file, samples, runs)
   local mw, mc = B.median(walls[#runs]), B.median(cpus[#runs])
   for i, r in ipairs(runs) do
     local w, c = B.median(walls[i]), B.median(cpus[i])
-    local ratio = i < #runs and ("   perfev %.1fx faster (wall), %.1fx (cpu)"):format(w / mw, c / mc) or ""
+    local ratio = ""
+    if i < #runs then
+      local function rel(x) return x >= 1 and ("%.1fx faster"):format(x) or ("%.1fx slower"):format(1 / x) end
+      ratio = ("   perfev %s (wall), %s (cpu)"):format(rel(w / mw), rel(c / mc))
+    end
     print(("  %-40s %8.0f ms wall %8.0f ms cpu%s"):format(r[1], w / 1e6, c / 1e6, ratio))
   end
 end

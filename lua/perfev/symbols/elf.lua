@@ -216,14 +216,17 @@ local function read_table(f, e, sec)
   local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
   for p = 1, #data - 23, 24 do
     local name, info, other, shndx, value, size
-    if unpack then
+    local t = byte(data, p + 4) % 16
+    if t ~= STT_FUNC and t ~= STT_GNU_IFUNC and t ~= STT_NOTYPE then
+      info = nil   -- data, sections, files: skipped before decoding
+    elseif unpack then
       name, info, other, shndx, value, size = unpack(fmt, data, p)
     else
       name, info, other, shndx = r.u32(data, p), byte(data, p + 4), byte(data, p + 5), r.u16(data, p + 6)
     end
-    local stype = info % 16
-    local vis = other % 4
-    local in_sec = shndx ~= SHN_UNDEF and shndx < SHN_LORESERVE and secs[shndx]
+    local stype = info and info % 16
+    local vis = other and other % 4
+    local in_sec = info and shndx ~= SHN_UNDEF and shndx < SHN_LORESERVE and secs[shndx]
     -- functions, and labels (NOTYPE, visible, in code: perf's elf_sym__is_label)
     if name ~= 0 and in_sec and (stype == STT_FUNC or stype == STT_GNU_IFUNC or
        (stype == STT_NOTYPE and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN
