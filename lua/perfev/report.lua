@@ -197,7 +197,7 @@ local function aggregate(self, f, opts)
     local t = rec.type
     if t == "sample" then
       local h = by_name[rec.event] or hists[1]
-      local period = rec.period or h.default_period or 1
+      local period = tonumber(rec.period or h.default_period) or 1   -- a u64 cdata on LuaJIT
       local tid = rec.tid or -1
       local mode = rec.cpumode
       s.pid, s.tid, s.cpu = rec.pid or -1, tid, rec.cpu or -1
