@@ -133,6 +133,22 @@ describe("perfev.report against perf report --stdio", function()
     end
   end)
 
+  it("-n, --show-total-period and -F columns, in perf's layout and order", function()
+    local path = assert(record("cc.data", "-e cpu-clock -c 100000 -- " .. LUA_BUSY))
+    local function strip(text)   -- perf's random tip and the blank comment lines
+      return (text:gsub("#\n# %(Tip:[^\n]*\n#\n", ""):gsub("\n#\n", "\n"))
+    end
+    for _, case in ipairs {
+      { "-n --show-total-period", { show_nr_samples = true, show_total_period = true } },
+      { "-F overhead,sample,comm,sym", { fields = "overhead,sample,comm,sym" } },
+      { "-F sym,period,overhead", { fields = "sym,period,overhead" } },
+      { "-F dso,sample", { fields = "dso,sample" } },
+    } do
+      local mine = perfev_report(path, case[2])
+      assert.equal(strip(perf_report(path, case[1])), strip(mine))
+    end
+  end)
+
   it("-g: Children and Self columns by default, as perf; one column with --no-children", function()
     local path = assert(record("g.data", "-e cpu-clock -c 100000 -g -- " .. LUA_BUSY))
     local mine, rep = perfev_report(path)
@@ -261,9 +277,10 @@ describe("perfev report (the command's module)", function()
     local p = argparse("perfev")
     cli.configure(p:command("report"))
     local args = p:parse { "report", "-i", "x.data", "--sort", "dso", "--stdio", "--no-children",
-                           "--percent-limit", "2" }
-    assert.same({ "x.data", "dso", true, true, 2 },
-                { args.input, args.sort, args.stdio, args.no_children, args.percent_limit })
+                           "--percent-limit", "2", "-n", "-F", "overhead,sym" }
+    assert.same({ "x.data", "dso", true, true, 2, true, "overhead,sym" },
+                { args.input, args.sort, args.stdio, args.no_children, args.percent_limit,
+                  args.show_nr_samples, args.fields })
     assert.equal("perf.data", p:parse { "report" }.input)
   end)
 

@@ -28,7 +28,8 @@ local TRACEPOINT = 2             -- PERF_TYPE_TRACEPOINT
 -- The level letter perf prints for a cpumode.
 local LEVEL = { kernel = "k", user = ".", hypervisor = "H", guest_kernel = "g", guest_user = "u" }
 
-local OPTIONS = { sort = true, children = true, kallsyms = true, debug_dir = true,
+local OPTIONS = { sort = true, fields = true, show_nr_samples = true, show_total_period = true,
+                  children = true, kallsyms = true, debug_dir = true,
                   perfmap_dir = true, percent_limit = true, progress = true, max_stack = true }
 
 local function has_bit(x, bit)
@@ -245,19 +246,31 @@ end
 
 -- Orders the rows of a histogram as perf prints them: children, then
 -- self overhead (larger first), then each sort key's order.
+local function by_value(field)
+  return { cmp = function(a, b)
+    if a[field] == b[field] then return 0 end
+    return a[field] > b[field] and -1 or 1
+  end }
+end
+local VALUE_ORDER = { overhead = by_value("period"), period = by_value("period"),
+                      sample = by_value("samples"), overhead_children = by_value("children_period") }
+
+-- Orders the rows of a histogram as perf prints them: children, then
+-- self overhead (larger first), then each sort key's order; with -F and
+-- no --sort, the fields' order (perf sorts by its output fields then).
 local function sort_rows(self, rows)
-  local sk, children = self.sortkeys, self.children
+  local order = {}
+  if self.fields and not self.explicit_sort then
+    for _, n in ipairs(self.fields) do order[#order + 1] = VALUE_ORDER[n] or keys[n] end
+  else
+    if self.children then order[1] = VALUE_ORDER.overhead_children end
+    order[#order + 1] = VALUE_ORDER.overhead
+    for _, k in ipairs(self.sortkeys) do order[#order + 1] = k end
+  end
+  for _, k in ipairs { "symbol", "address", "comm", "dso", "pid", "cpu" } do order[#order + 1] = keys[k] end
   table.sort(rows, function(a, b)
-    if children and a.children_period ~= b.children_period then
-      return a.children_period > b.children_period
-    end
-    if a.period ~= b.period then return a.period > b.period end
-    for i = 1, #sk do
-      local c = sk[i].cmp(a, b)
-      if c ~= 0 then return c < 0 end
-    end
-    for _, k in ipairs { "symbol", "comm", "dso", "pid", "cpu" } do
-      local c = keys[k].cmp(a, b)
+    for i = 1, #order do
+      local c = order[i].cmp(a, b)
       if c ~= 0 then return c < 0 end
     end
     return false
@@ -292,20 +305,38 @@ local function check_opts(opts)
 end
 
 -- report.open(path | file handle, opts) -> report | nil, message
--- opts: sort ("comm,dso,symbol", or a list), children (default: true when
+-- opts: sort ("comm,dso,symbol", or a list), fields (perf's -F: overhead,
+-- overhead_children, sample, period and sort keys, in the order printed),
+-- show_nr_samples, show_total_period (perf's -n and --show-total-period
+-- columns), children (default: true when
 -- the samples have callchains, as perf), percent_limit, kallsyms (a path,
 -- or false), debug_dir, perfmap_dir, max_stack (127), progress (true,
 -- false; default: a bar on stderr when it is a terminal and it runs long).
 function M.open(src, opts)
   opts = opts or {}
   check_opts(opts)
-  local sort = opts.sort or keys.DEFAULT
+  local fields, why
+  if opts.fields then
+    fields, why = keys.parse_fields(opts.fields)
+    if not fields then return nil, "perfev.report: " .. why end
+  end
+  local sort = opts.sort
+  if not sort and fields then
+    -- perf: without --sort, the fields that are sort keys are the keys
+    local ks = {}
+    for _, n in ipairs(fields) do if keys[n] then ks[#ks + 1] = n end end
+    if #ks > 0 then sort = ks end
+  end
+  sort = sort or keys.DEFAULT
   if type(sort) == "table" then sort = table.concat(sort, ",") end
-  local names, why = keys.parse(sort)
+  local names
+  names, why = keys.parse(sort)
   if not names then return nil, "perfev.report: " .. why end
   local f, msg = pd.open(src)
   if not f then return nil, msg end
-  local self = setmetatable({ path = type(src) == "string" and src or nil, sort = names,
+  local self = setmetatable({ path = type(src) == "string" and src or nil, sort = names, fields = fields,
+                              explicit_sort = opts.sort ~= nil,
+                              show_nr_samples = opts.show_nr_samples, show_total_period = opts.show_total_period,
                               percent_limit = opts.percent_limit or 0,
                               max_stack = opts.max_stack or MAX_STACK }, Report)
   self.sortkeys, self.ctxkeys = {}, {}

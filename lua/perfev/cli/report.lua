@@ -2,7 +2,8 @@
 -- perfev's). The command's dispatcher (perfev.cli) calls M.configure on
 -- its argparse command, then M.run with the parsed arguments.
 --
---   perfev report [-i FILE] [-s KEYS] [--stdio] [--no-children] [--percent-limit P]
+--   perfev report [-i FILE] [-s KEYS] [-F FIELDS] [-n] [--show-total-period] [--stdio]
+--                 [--children | --no-children] [--percent-limit P] [--kallsyms FILE] [--max-stack N]
 local M = {}
 
 M.summary = "Read a perf.data file and show the profile, as perf report --stdio"
@@ -11,6 +12,10 @@ function M.configure(cmd)
   cmd:option("-i --input", "Input file name (as perf report).", "perf.data")
   cmd:option("-s --sort", "Sort by keys, comma-separated: comm, dso, symbol, pid, cpu "
              .. "(perf's names, prefixes allowed). Default: comm,dso,symbol.")
+  cmd:option("-F --fields", "Output fields, comma-separated: overhead, overhead_children, sample, "
+             .. "period and sort keys (perf's -F; without --sort they are the sort keys too).")
+  cmd:flag("-n --show-nr-samples", "Show a column with the number of samples.")
+  cmd:flag("--show-total-period", "Show a column with the sum of periods.")
   cmd:flag("--stdio", "Use the stdio interface (the only one; accepted as perf's).")
   cmd:flag("--children", "Accumulate callchains of children (default when the samples have callchains).")
   cmd:flag("--no-children", "Do not accumulate callchains: one overhead column.")
@@ -50,7 +55,8 @@ function M.run(args)
   if args.children then children = true elseif args.no_children then children = false end
   local input = args.input or "perf.data"
   local ok, rep, msg = pcall(report.open, input, {
-    sort = args.sort, children = children, percent_limit = args.percent_limit,
+    sort = args.sort, fields = args.fields, show_nr_samples = args.show_nr_samples or nil,
+    show_total_period = args.show_total_period or nil, children = children, percent_limit = args.percent_limit,
     kallsyms = args.kallsyms, max_stack = args.max_stack,
   })
   if not ok then return fail(rep) end

@@ -97,6 +97,15 @@ M.symbol = {
     end
     if ea.name then return -1 end
     if eb.name then return 1 end
+    return 0          -- perf's sort__sym_sort: two unresolved symbols tie
+  end,
+}
+
+-- The last tie-break: unresolved addresses (perf's input order of them).
+M.address = {
+  cmp = function(a, b)
+    local ea, eb = a.e, b.e
+    if ea.name or eb.name then return 0 end
     local ga, va = addr_order(ea)
     local gb, vb = addr_order(eb)
     if ga ~= gb then return ga - gb end
@@ -139,6 +148,27 @@ function M.parse(s)
     end
   end
   if #out == 0 then return nil, "--sort needs at least one of: " .. table.concat(M.SUPPORTED, ", ") end
+  return out
+end
+
+-- parse_fields("overhead,sample,comm,sym") -> names | nil, message (perf's -F)
+local VALUES = { overhead = true, overhead_children = true, sample = true, period = true }
+function M.parse_fields(s)
+  if type(s) == "table" then s = table.concat(s, ",") end
+  local out = {}
+  for tok in tostring(s):gmatch("[^,%s]+") do
+    local name
+    for _, k in ipairs(M.PERF_KEYS) do
+      if k:sub(1, #tok):lower() == tok:lower() and (k ~= "overhead_sys" or tok == k) then name = k; break end
+    end
+    if not name then return nil, ("unknown field '%s' (perf's: %s)"):format(tok, table.concat(M.PERF_KEYS, " ")) end
+    if not VALUES[name] and not M[name] then
+      return nil, ("field '%s' is not supported by perfev report (supported: overhead, overhead_children, "
+                   .. "sample, period, %s)"):format(name, table.concat(M.SUPPORTED, ", "))
+    end
+    out[#out + 1] = name
+  end
+  if #out == 0 then return nil, "-F needs at least one field" end
   return out
 end
 

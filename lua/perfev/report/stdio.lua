@@ -24,28 +24,44 @@ local function percent(v, total)
   return 100 * v / total
 end
 
--- The columns of a report: overhead ones, then the sort keys.
-local function columns(rep, h, shown)
-  local cols = {}
-  local function pct_col(header, field)
-    cols[#cols + 1] = { header = header, width = 8, right = true,
-                        text = function(r) return ("%7.2f%%"):format(percent(r[field], h.period)) end }
-  end
-  if rep.children then pct_col("Children", "children_period"); pct_col("Self", "period")
-  else pct_col("Overhead", "period") end
+-- The columns of a report: the overhead ones (or -F's fields, in their
+-- order), then the sort keys.
+local function columns(rep, h, opts)
   local comm_width = #keys.comm.header
   for _, r in ipairs(h.rows) do comm_width = math.max(comm_width, keys.comm.len(r)) end
-  for i, k in ipairs(rep.sortkeys) do
-    local w = #k.header
-    for _, r in ipairs(h.rows) do w = math.max(w, k.len(r)) end
-    if k == keys.pid then w = math.max(w, comm_width + 8) end
-    local last = i == #rep.sortkeys
-    -- the symbol is printed unpadded when it is the last column
-    local text = k.text
-    if k.last_unpadded and not last then text = function(r) return keys.pad(k.text(r, w), w) end end
-    cols[#cols + 1] = { header = k.header, width = w, key = k, text = function(r) return text(r, w) end }
+  local VALUE = {
+    overhead = { rep.children and "Self" or "Overhead", 8, function(r)
+      return ("%7.2f%%"):format(percent(r.period, h.period)) end },
+    overhead_children = { "Children", 8, function(r)
+      return ("%7.2f%%"):format(percent(r.children_period, h.period)) end },
+    sample = { "Samples", 12, function(r) return ("%12.0f"):format(r.samples) end },
+    period = { "Period", 12, function(r) return ("%12.0f"):format(r.period) end },
+  }
+  local names = rep.fields
+  if not names then
+    names = {}
+    if rep.children then names[1] = "overhead_children" end
+    names[#names + 1] = "overhead"
+    if opts.show_nr_samples then names[#names + 1] = "sample" end
+    if opts.show_total_period then names[#names + 1] = "period" end
+    for _, n in ipairs(rep.sort) do names[#names + 1] = n end
   end
-  local _ = shown
+  local cols = {}
+  for i, name in ipairs(names) do
+    local v = VALUE[name]
+    if v then
+      cols[#cols + 1] = { header = v[1], width = v[2], right = true, text = v[3] }
+    else
+      local k = keys[name]
+      local w = #k.header
+      for _, r in ipairs(h.rows) do w = math.max(w, k.len(r)) end
+      if k == keys.pid then w = math.max(w, comm_width + 8) end
+      -- the symbol is printed unpadded when it is the last column
+      local text = k.text
+      if k.last_unpadded and i < #names then text = function(r) return keys.pad(k.text(r, w), w) end end
+      cols[#cols + 1] = { header = k.header, width = w, key = k, text = function(r) return text(r, w) end }
+    end
+  end
   return cols
 end
 
@@ -56,12 +72,12 @@ local function cell_header(c)
   return s .. (" "):rep(c.width - #s)
 end
 
-local function section(out, rep, ev, limit)
+local function section(out, rep, ev, limit, opts)
   local h = ev.hist
   local n, unit = convert_unit(h.samples)
   out[#out + 1] = ("# Samples: %.0f%s of event '%s'\n"):format(n, unit, h.name)
   out[#out + 1] = ("# Event count (approx.): %.0f\n#\n"):format(h.period)
-  local cols = columns(rep, h)
+  local cols = columns(rep, h, opts)
   local hdr, dots = {}, {}
   for i, c in ipairs(cols) do
     hdr[i] = cell_header(c)
@@ -88,7 +104,10 @@ function M.format(rep, opts)
     "# To display the perf.data header info, please use --header/--header-only options.\n#\n#\n",
     ("# Total Lost Samples: %.0f\n#\n"):format(rep.lost or 0),
   }
-  for _, ev in ipairs(rep.events) do section(out, rep, ev, limit) end
+  local o = { show_nr_samples = opts.show_nr_samples, show_total_period = opts.show_total_period }
+  if o.show_nr_samples == nil then o.show_nr_samples = rep.show_nr_samples end
+  if o.show_total_period == nil then o.show_total_period = rep.show_total_period end
+  for _, ev in ipairs(rep.events) do section(out, rep, ev, limit, o) end
   return table.concat(out)
 end
 
