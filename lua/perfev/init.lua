@@ -68,6 +68,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
   profile = { "perfev.profile", "profile" },
   report = { "perfev.report" },
+  stat = { "perfev.stat" },
 }
 setmetatable(M, { __index = function(t, k)
   local where = LAZY[k]

@@ -1,0 +1,381 @@
+-- perfev.stat: perf stat for Lua. Counts events over a Lua function, a
+-- command (and the processes it starts) or a running process, with perf
+-- stat's default event set, repeats (mean and relative standard deviation),
+-- interval mode and perf's derived metrics; returns the result as a table
+-- and prints it as perf stat 6.1 does (text, CSV, JSON). See doc/stat.md.
+--
+--   local perfev = require "perfev"
+--   local r = perfev.stat{ function() work() end }          -- or { fn, arg1, ... }
+--   io.stderr:write(perfev.stat.format(r))                  -- perf stat's text
+--   local r2 = perfev.stat{ command = { "ls", "-l" }, events = "task-clock,page-faults",
+--                           ["repeat"] = 5 }
+--   print(perfev.stat.format(r2, { format = "csv", sep = "," }))
+local perfev = require "perfev"
+local events = require "perfev.stat.events"
+local counters = require "perfev.stat.counters"
+local command = require "perfev.stat.command"
+local metrics = require "perfev.stat.metrics"
+local format = require "perfev.stat.format"
+local fs = require "perfev.fs"
+
+local M = {}
+
+local unpack = table.unpack or rawget(_G, "unpack")   -- LuaJIT: the global
+
+local OPTIONS = {
+  run = "function", args = "table", command = "string|table", pid = "number", duration = "number",
+  events = "string|table", ["repeat"] = "number", interval = "number", on_interval = "function",
+  label = "string",
+}
+
+local function fail(level, fmt, ...)
+  error("perfev.stat: " .. fmt:format(...), level + 1)
+end
+
+local function is_count(v) return type(v) == "number" and v >= 1 and math.floor(v) == v end
+
+-- the options checked and normalized; raises at the caller's line
+local function check(opts)
+  if type(opts) ~= "table" then fail(3, "takes a table of options, got %s", type(opts)) end
+  local o = {}
+  for k, v in pairs(opts) do
+    if type(k) == "number" then
+      if k ~= math.floor(k) or k < 1 then fail(3, "unknown option [%s]", tostring(k)) end
+    else
+      local want = OPTIONS[k]
+      if not want then fail(3, "unknown option '%s'", tostring(k)) end
+      if not want:find(type(v), 1, true) then
+        fail(3, "option '%s' must be a %s, got %s", k, want:gsub("|", " or "), type(v))
+      end
+    end
+    o[k] = v
+  end
+  if opts[1] ~= nil then
+    if type(opts[1]) ~= "function" then fail(3, "[1] must be a function, got %s", type(opts[1])) end
+    if opts.run then fail(3, "give the function as [1] or as 'run', not both") end
+    o.run = opts[1]
+    o.args = { unpack(opts, 2, opts.n or #opts) }
+    o.nargs = (opts.n or #opts) - 1
+  elseif opts.args then
+    o.nargs = opts.args.n or #opts.args
+  end
+  local n = (o.run and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
+  if o.pid and o.command then n = 1 end      -- a command bounds a pid's measurement
+  if n ~= 1 then fail(3, "give one of a function ([1] or 'run'), 'command' and 'pid'") end
+  if type(o.command) == "table" then
+    if #o.command == 0 then fail(3, "option 'command' is an empty list") end
+    for i, w in ipairs(o.command) do
+      if type(w) ~= "string" and type(w) ~= "number" then
+        fail(3, "option 'command'[%d] must be a string, got %s", i, type(w))
+      end
+    end
+  end
+  if o.pid and (o.pid ~= math.floor(o.pid) or o.pid <= 0) then
+    fail(3, "option 'pid' must be a process id, got %s", tostring(o.pid))
+  end
+  if o.duration and o.duration <= 0 then fail(3, "option 'duration' must be > 0 seconds") end
+  if o.duration and not o.pid then fail(3, "option 'duration' is for 'pid'") end
+  local r = o["repeat"] or 1
+  if not is_count(r) then fail(3, "option 'repeat' must be a positive integer, got %s", tostring(r)) end
+  o["repeat"] = r
+  if o.interval then
+    if not (o.interval >= 1) then fail(3, "option 'interval' must be >= 1 ms, got %s", tostring(o.interval)) end
+    if o.run then fail(3, "option 'interval' is for a command or a pid, not a function") end
+    if r > 1 then fail(3, "option 'interval' cannot be used with 'repeat'") end
+  end
+  local ok, entries = pcall(events.parse, o.events)
+  if not ok then fail(3, "%s", tostring(entries):gsub("^perfev[%.%w]*: ", "")) end
+  o.entries = entries
+  return o
+end
+
+-- ---- one run ----
+
+local function now_ns() return perfev.clock_ns() end
+
+local function rusage(who)
+  local u, s = perfev.rusage(who)
+  return u or 0, s or 0
+end
+
+-- the counts of one reading, with the tool events filled in
+local function readings(o, set, tools)
+  local data = set:read()
+  for i, e in ipairs(o.entries) do
+    if e.tool then
+      local v = tools[e.tool] or 0
+      data[i] = { count = v, enabled = v, running = v }
+    end
+  end
+  return data
+end
+
+local function delta(a, b)   -- b - a, per counter
+  local out = {}
+  for i, d in ipairs(b) do
+    local p = a and a[i] or { count = 0, enabled = 0, running = 0 }
+    out[i] = { count = d.count and (d.count - (p.count or 0)), enabled = d.enabled - p.enabled,
+               running = d.running - p.running }
+  end
+  return out
+end
+
+-- counter records (what the result and the printers use) from per-run data
+local function build(o, set, runs_data, wall_ns)
+  local list = {}
+  local nruns = #runs_data
+  for i, e in ipairs(o.entries) do
+    local item = set.items[i]
+    local sum, sum_e, sum_r, vals, counted = 0, 0, 0, {}, false
+    for r = 1, nruns do
+      local d = runs_data[r][i]
+      local v = d.count or 0
+      vals[r] = v
+      sum, sum_e, sum_r = sum + v, sum_e + d.enabled, sum_r + d.running
+      if d.count and d.enabled > 0 and d.running > 0 then counted = true end
+    end
+    local mean = sum / nruns
+    local c = { name = e.name .. (item.user_only and ":u" or ""), event = e.name, unit = e.unit,
+                scale = e.scale, kind = e.kind, ctx = e.ctx, supported = item.supported,
+                counted = item.supported and counted, count = mean, value = mean * e.scale,
+                enabled = sum_e / nruns, running = sum_r / nruns, error = item.error }
+    if nruns > 1 then
+      local m2 = 0
+      for r = 1, nruns do m2 = m2 + (vals[r] - mean) ^ 2 end
+      local sd = math.sqrt(m2 / (nruns - 1) / nruns)
+      c.noise = mean ~= 0 and 100 * sd / mean or 0
+      c.runs = vals
+    end
+    list[i] = c
+    list[c.name] = list[c.name] or c
+  end
+  metrics.add(list, wall_ns)
+  return list
+end
+
+local function new_interval(o, set, res, prev, data, t_ns, interval_ns)
+  local iv = { index = #res.intervals + 1, time = t_ns }
+  iv.counters = build(o, set, { delta(prev, data) }, interval_ns)
+  res.intervals[#res.intervals + 1] = iv
+  if o.on_interval then o.on_interval(iv, res) end
+end
+
+-- Waits until done() (polled with wait(ms), which returns true when the
+-- watched task is gone), printing intervals on the way.
+local function wait_loop(o, set, res, t0, wait, tools_now)
+  local prev
+  if not o.interval then
+    wait(-1)
+    return
+  end
+  local step = o.interval * 1e6
+  local k = 1
+  while true do
+    local left = math.ceil((t0 + k * step - now_ns()) / 1e6)
+    local gone = wait(left > 0 and left or 0)
+    local t = now_ns()
+    if gone then return prev end
+    if t >= t0 + k * step then
+      local data = readings(o, set, tools_now(t))
+      new_interval(o, set, res, prev, data, t - t0, step)
+      prev = data
+      k = k + 1
+    end
+  end
+end
+
+local function tools_fn(t0, ru0, who)
+  return function(t)
+    local u, s = rusage(who)
+    return { duration_time = t - t0, user_time = u - ru0[1], system_time = s - ru0[2] }
+  end
+end
+
+local function run_command(o, res)
+  local c, msg, status = command.start(o.command)
+  if not c then return nil, msg, status end
+  local set, omsg, errno, e = counters.open(o.entries, { c.pid }, { inherit = true, enable_on_exec = true })
+  if not set then
+    c:kill()
+    return nil, ("event '%s': %s"):format(e.name, omsg), 1, errno
+  end
+  local u0, s0 = rusage("children")
+  local tools = tools_fn(0, { u0, s0 }, "children")
+  local t0 = now_ns()
+  c:go()
+  local prev = wait_loop(o, set, res, t0, function(ms) return c:wait(ms) end,
+                         function(t) local x = tools(t) x.duration_time = t - t0 return x end)
+  local how, code = c:finish()
+  local t1 = now_ns()
+  local u1, s1 = rusage("children")
+  local tl = { duration_time = t1 - t0, user_time = u1 - u0, system_time = s1 - s0 }
+  local data = readings(o, set, tl)
+  if o.interval then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
+  res.status, res.how, res.code = command.exit_code(how, code), how, code
+  return { set = set, data = data, wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
+end
+
+local function run_function(o)
+  local set, msg, errno, e = counters.open(o.entries, { 0 }, { inherit = true })
+  if not set then return nil, ("event '%s': %s"):format(e.name, msg), 1, errno end
+  local u0, s0 = rusage("self")
+  local t0 = now_ns()
+  set:enable()
+  local ok, err = pcall(o.run, unpack(o.args or {}, 1, o.nargs or 0))
+  set:disable()
+  local t1 = now_ns()
+  local u1, s1 = rusage("self")
+  if not ok then
+    set:close()
+    error(err, 0)
+  end
+  local tl = { duration_time = t1 - t0, user_time = u1 - u0, system_time = s1 - s0 }
+  return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
+end
+
+-- the threads of a process, from /proc/PID/task
+local function threads(pid)
+  local list = fs.dir(("/proc/%d/task"):format(pid))
+  if not list or #list == 0 then return nil end
+  local out = {}
+  for _, t in ipairs(list) do out[#out + 1] = tonumber(t) end
+  return out
+end
+
+local function interrupted(err)
+  return type(err) == "string" and err:find("interrupted", 1, true) ~= nil
+end
+
+local function run_pid(o, res)
+  local tids = threads(o.pid)
+  if not tids then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
+  local set, msg, errno, e = counters.open(o.entries, tids, { inherit = true })
+  if not set then
+    if errno == 3 then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
+    return nil, ("event '%s': %s"):format(e.name, msg), 1, errno
+  end
+  local w = command.watch(o.pid)
+  local c
+  if o.command then
+    local cmsg, status
+    c, cmsg, status = command.start(o.command)
+    if not c then
+      command.unwatch(w)
+      set:close()
+      return nil, cmsg, status
+    end
+  end
+  local toolev = {}
+  for _, t in ipairs { "user_time", "system_time" } do
+    local ev = perfev.open(t, { pid = o.pid })
+    if ev then ev:enable() toolev[t] = ev end
+  end
+  local function tools(t, t0)
+    local x = { duration_time = t - t0 }
+    for k, ev in pairs(toolev) do x[k] = ev:read() or 0 end
+    return x
+  end
+  local t0 = now_ns()
+  set:enable()
+  if c then c:go() end
+  local deadline = o.duration and t0 + o.duration * 1e9
+  local function wait(ms)
+    if deadline then
+      local left = math.ceil((deadline - now_ns()) / 1e6)
+      if left <= 0 then return true end
+      if ms < 0 or ms > left then ms = left end
+    end
+    if c then
+      if c:wait(ms) then return true end
+      return w ~= nil and command.wait_watch(w, 0)
+    end
+    if not w then return true end
+    return command.wait_watch(w, ms)
+  end
+  local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end)
+  if not ok then
+    if not interrupted(prev) then
+      set:close()
+      error(prev, 0)
+    end
+    res.interrupted = true
+  end
+  set:disable()
+  local t1 = now_ns()
+  if c then
+    local how, code = c:finish()
+    res.status = command.exit_code(how, code)
+  end
+  command.unwatch(w)
+  local data = readings(o, set, tools(t1, t0))
+  for _, ev in pairs(toolev) do ev:close() end
+  if o.interval and not res.interrupted then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
+  return { set = set, data = data, wall = t1 - t0 }
+end
+
+-- ---- perfev.stat ----
+
+local function label_of(o)
+  if o.label then return o.label end
+  if o.command then
+    if type(o.command) == "table" then
+      local words = {}
+      for i, w in ipairs(o.command) do words[i] = tostring(w) end
+      return table.concat(words, " ")
+    end
+    return o.command
+  end
+  local info = debug.getinfo(o.run, "S")
+  return ("function at %s:%d"):format(info.short_src, info.linedefined)
+end
+
+-- stat(opts) -> result | nil, message, status. See doc/stat.md.
+function M.stat(opts)
+  local o = check(opts)
+  local res = { target = o.pid and "pid" or (o.command and "command" or "function"), pid = o.pid,
+                label = label_of(o), runs = o["repeat"], intervals = {}, interval = o.interval }
+  local runs, walls, last_set = {}, {}, nil
+  local user, sys = 0, 0
+  for r = 1, o["repeat"] do
+    local one, msg, status, errno
+    if o.pid then one, msg, status, errno = run_pid(o, res)
+    elseif o.command then one, msg, status, errno = run_command(o, res)
+    else one, msg, status, errno = run_function(o) end
+    if not one then
+      if last_set then last_set:close() end
+      return nil, msg, status, errno
+    end
+    if last_set then last_set:close() end
+    last_set = one.set
+    runs[r], walls[r] = one.data, one.wall
+    user, sys = one.user, one.sys
+    if r < o["repeat"] and res.status and res.status ~= 0 and o.command then
+      -- perf stat -r goes on after a failing run; so does perfev
+      res.failed_runs = (res.failed_runs or 0) + 1
+    end
+  end
+  local n = #walls
+  local wsum = 0
+  for _, w in ipairs(walls) do wsum = wsum + w end
+  local wmean = wsum / n
+  local m2 = 0
+  for _, w in ipairs(walls) do m2 = m2 + (w - wmean) ^ 2 end
+  res.elapsed = wmean / 1e9
+  res.elapsed_sd = n > 1 and math.sqrt(m2 / (n - 1) / n) / 1e9 or 0
+  res.walltimes = walls
+  if n == 1 and o.pid == nil and o.interval == nil and user then
+    res.user, res.sys = user / 1e9, sys / 1e9
+  end
+  res.counters = build(o, last_set, runs, wmean)
+  last_set:close()
+  return res
+end
+
+M.format = format.format
+M.interval = format.interval
+M.default_events = events.default
+M.text = function(res) return format.format(res, { format = "text" }) end
+M.csv = function(res, sep) return format.format(res, { format = "csv", sep = sep }) end
+M.json = function(res) return format.format(res, { format = "json" }) end
+
+return setmetatable(M, { __call = function(_, opts) return M.stat(opts) end })
