@@ -317,6 +317,7 @@ end
 
 local function label_of(o)
   if o.label then return o.label end
+  if o.pid then return tostring(o.pid) end
   if o.command then
     if type(o.command) == "table" then
       local words = {}

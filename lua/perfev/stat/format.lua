@@ -141,14 +141,14 @@ end
 
 -- config(res, opts) -> what the line printers need. opts.format: "text"
 -- (default), "csv" or "json"; opts.sep: the CSV separator (",").
-function M.config(res, opts)
+function M.config(res, opts, list)
   opts = opts or {}
   local mode = opts.format or "text"
   if mode ~= "text" and mode ~= "csv" and mode ~= "json" then
     error(("perfev.stat.format: format is 'text', 'csv' or 'json', got '%s'"):format(tostring(mode)), 3)
   end
   local uw = 4
-  for _, c in ipairs(res.counters) do uw = math.max(uw, #c.unit) end
+  for _, c in ipairs(list or res.counters) do uw = math.max(uw, #c.unit) end
   return { mode = mode, sep = mode == "csv" and (opts.sep or ",") or " ", unit_width = uw,
            runs = res.runs or 1 }
 end
@@ -218,7 +218,7 @@ end
 -- res.intervals, iv.index its number from 1): in text, a header line
 -- first and every 25 intervals, as perf does.
 function M.interval(res, iv, opts)
-  local cfg = M.config(res, opts)
+  local cfg = M.config(res, opts, iv.counters)
   local out = {}
   if cfg.mode == "text" and (iv.index - 1) % 25 == 0 then
     out[1] = ("#           time             counts %" .. cfg.unit_width .. "s events\n"):format("unit")

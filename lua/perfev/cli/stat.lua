@@ -1,0 +1,111 @@
+-- perfev stat: perf stat's command line over perfev.stat.
+--   perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID] [-o FILE] -- CMD...
+--   perfev stat [options] script.lua [args]     (the script runs in perfev's process)
+local stat = require "perfev.stat"
+local run = require "perfev.cli.run"
+
+local M = {}
+
+M.summary = "Count events over a command, a Lua script or a process, like perf stat"
+M.value_options = { "-e", "--event", "-r", "--repeat", "-x", "--field-separator", "-I",
+                    "--interval-print", "-p", "--pid", "-o", "--output" }
+
+local function positive(name)
+  return function(s)
+    local n = tonumber(s)
+    if not n or n <= 0 or math.floor(n) ~= n then
+      return nil, ("option '%s' takes a positive integer, got '%s'"):format(name, s)
+    end
+    return n
+  end
+end
+
+function M.configure(cmd)
+  cmd:usage("Usage: perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID] [-o FILE] [--] [command [args ...]]")
+  cmd:option("-e --event", "Event selector, a list in perf's syntax (task-clock,page-faults, "
+             .. "{cycles,instructions}:u); repeatable. Default: perf stat's default set.")
+     :argname("<events>"):count("*")
+  cmd:option("-r --repeat", "Repeat the command N times and print the mean and the relative standard deviation.")
+     :argname("<n>"):convert(positive("--repeat"))
+  cmd:mutex(
+    cmd:option("-x --field-separator", "Print CSV with this separator, in perf stat's field order.")
+       :argname("<sep>"),
+    cmd:flag("-j --json-output", "Print JSON lines with perf stat's keys.")
+  )
+  cmd:option("-I --interval-print", "Print the counts every <ms> milliseconds.")
+     :argname("<ms>"):convert(positive("--interval-print"))
+  cmd:option("-p --pid", "Count an existing process (every thread, and the children it starts) "
+             .. "until it exits, Ctrl-C, or the command given after -- ends.")
+     :argname("<pid>"):convert(positive("--pid"))
+  cmd:option("-o --output", "Write the counts to this file instead of stderr."):argname("<file>")
+  cmd:argument("command", "The command to count (after --), or a Lua script NAME.lua run in this process.")
+     :args("*"):target("command_args")
+end
+
+local function fail(fmt, ...)
+  io.stderr:write("perfev stat: " .. fmt:format(...) .. "\n")
+end
+
+-- perfev.parse's error for an unknown event, as one short line
+local function event_error(msg)
+  local name = msg:match("unknown event '([^']*)'")
+  if name then return ("unknown event '%s' (perfev list shows the events of this machine)"):format(name) end
+  return (msg:gsub("^perfev%.stat: ", ""))
+end
+
+function M.run(args)
+  local words = args.command_args or {}
+  if #words == 0 and not args.pid then
+    fail("give a command after --, a Lua script, or -p PID (see 'perfev stat --help')")
+    return 129
+  end
+  local out = io.stderr
+  if args.output then
+    local f, msg = io.open(args.output, "w")
+    if not f then fail("cannot write the output: %s", msg) return 1 end
+    out = f
+  end
+  local fmt = { format = args.json_output and "json" or (args.field_separator and "csv" or "text"),
+                sep = args.field_separator }
+  local opts = { events = #args.event > 0 and table.concat(args.event, ",") or nil,
+                 ["repeat"] = args["repeat"], interval = args.interval_print, pid = args.pid }
+  if opts.interval then
+    opts.on_interval = function(iv, res)
+      out:write(stat.interval(res, iv, fmt))
+      out:flush()
+    end
+  end
+  local script_status
+  if #words > 0 and run.is_script(words) and not args.pid then
+    local args2 = {}
+    for i = 2, #words do args2[#args2 + 1] = words[i] end
+    local fn, msg = run.script_fn(words[1], args2)
+    if not fn then fail("%s", msg) return 127 end
+    opts.run = function() script_status = fn() end
+    opts.label = table.concat(words, " ")
+    opts.interval, opts.on_interval = nil, nil
+    if args.interval_print then fail("-I is for a command or -p PID, not a Lua script") return 129 end
+  elseif #words > 0 then
+    opts.command = words
+  end
+  local ok, res, msg, status = pcall(stat.stat, opts)
+  if not ok then
+    local m = tostring(res)
+    if m:find("unknown event", 1, true) or m:find("perfev.parse", 1, true) then
+      fail("%s", event_error(m))
+      return 129
+    end
+    fail("%s", (m:gsub("^perfev%.stat: ", "")))
+    return 1
+  end
+  if not res then
+    fail("%s", msg)
+    return status or 1
+  end
+  if not opts.interval then out:write(stat.format(res, fmt)) end
+  if out ~= io.stderr then out:close() end
+  if script_status then return script_status end
+  return res.status or 0
+end
+
+return M
