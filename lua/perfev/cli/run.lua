@@ -53,6 +53,16 @@ function M.command(words)
   return command.exit_code(how, code)
 end
 
+-- event_error(message) -> perfev.parse's error for an unknown event as
+-- one short line, or nil when the message is about something else
+function M.event_error(msg)
+  msg = tostring(msg)
+  local name = msg:match("unknown event '([^']*)'")
+  if name then return ("unknown event '%s' (perfev list shows the events of this machine)"):format(name) end
+  if msg:find("perfev.parse", 1, true) then return (msg:gsub("^.-perfev%.parse: ", "")) end
+  return nil
+end
+
 M.quote, M.join, M.find = command.quote, command.join, command.find
 
 return M

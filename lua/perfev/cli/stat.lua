@@ -46,13 +46,6 @@ local function fail(fmt, ...)
   io.stderr:write("perfev stat: " .. fmt:format(...) .. "\n")
 end
 
--- perfev.parse's error for an unknown event, as one short line
-local function event_error(msg)
-  local name = msg:match("unknown event '([^']*)'")
-  if name then return ("unknown event '%s' (perfev list shows the events of this machine)"):format(name) end
-  return (msg:gsub("^perfev%.stat: ", ""))
-end
-
 function M.run(args)
   local words = args.command_args or {}
   if #words == 0 and not args.pid then
@@ -91,8 +84,9 @@ function M.run(args)
   local ok, res, msg, status = pcall(stat.stat, opts)
   if not ok then
     local m = tostring(res)
-    if m:find("unknown event", 1, true) or m:find("perfev.parse", 1, true) then
-      fail("%s", event_error(m))
+    local bad_event = run.event_error(m)
+    if bad_event then
+      fail("%s", bad_event)
       return 129
     end
     fail("%s", (m:gsub("^perfev%.stat: ", "")))
