@@ -59,7 +59,8 @@ function M.event_error(msg)
   msg = tostring(msg)
   local name = msg:match("unknown event '([^']*)'")
   if name then return ("unknown event '%s' (perfev list shows the events of this machine)"):format(name) end
-  if msg:find("perfev.parse", 1, true) then return (msg:gsub("^.-perfev%.parse: ", "")) end
+  local rest = msg:match("option 'events': (.*)$") or msg:match("perfev%.parse: (.*)$")
+  if rest then return rest end
   return nil
 end
 
