@@ -1,0 +1,336 @@
+-- The perfev command (bin/perfev) beside perf 6.1: perf stat and perfev
+-- stat run on the same command and events must print the same lines and
+-- fields (CSV -x, JSON -j, text columns, intervals), the same units, event
+-- names and metric units, and counts of deterministic work within a stated
+-- tolerance; perfev record writes what perf report reads; every error is
+-- one line on stderr with perf's kind of exit status.
+local u = require "spec.support.util"
+local cjson = require "cjson"
+
+local LUA = u.lua_interpreter()
+local ROOT = u.trim(u.sh("pwd"))
+local BIN = ROOT .. "/bin/perfev"
+local ENV = ("env LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' ")
+            :format(ROOT, ROOT, ROOT)
+
+-- dd reads 64 MiB of zeros into one buffer: 16384 page faults and dd's
+-- start-up (about 16460 in all here, under perf and perfev alike)
+local DD = "dd if=/dev/zero of=/dev/null bs=64M count=1 status=none"
+-- 20 sleeps of 5 ms: 20 context switches and a few more (LuaJIT's FFI)
+local SLEEPS = [[luajit -e 'local ffi = require "ffi" ffi.cdef "int usleep(unsigned)" ]]
+               .. [[for i = 1, 20 do ffi.C.usleep(5000) end']]
+-- tolerances: page faults within 1 % (and 30), context switches within 6
+local PF_TOL, CS_TOL = 0.01, 6
+
+-- run(args) -> stdout, stderr, exit status of `perfev args`
+local function run(args, tool)
+  local err = os.tmpname()
+  local cmd = tool == "perf" and ("perf " .. args) or (ENV .. LUA .. " " .. BIN .. " " .. args)
+  local p = io.popen(cmd .. " 2>" .. err .. "; echo \"exit=$?\"", "r")
+  local out = p:read("a")
+  p:close()
+  local status = tonumber(out:match("exit=(%d+)\n$"))
+  out = out:gsub("exit=%d+\n$", "")
+  local e = u.read_file(err)
+  os.remove(err)
+  return out, e, status
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
+  return t
+end
+
+local function fields(line, sep)
+  local f = {}
+  for x in (line .. sep):gmatch("(.-)" .. sep:gsub("%p", "%%%0")) do f[#f + 1] = x end
+  return f
+end
+
+-- both tools' stderr for the same arguments
+local function both(args)
+  local _, theirs, s1 = run(args, "perf")
+  local _, mine, s2 = run(args)
+  return theirs, mine, s1, s2
+end
+
+local function by_event(csv_lines, col)
+  local t = {}
+  for _, l in ipairs(csv_lines) do
+    local f = fields(l, ",")
+    t[f[col or 3]] = f
+  end
+  return t
+end
+
+describe("perfev command", function()
+  local has_perf = u.have("perf")
+  local has_luajit = u.have("luajit")
+  before_each(function()
+    if not has_perf then pending("perf is not installed: it is the oracle") end
+  end)
+
+  describe("--help", function()
+    it("lists the subcommands", function()
+      local out, err, status = run("--help")
+      assert.equal(0, status)
+      assert.equal("", err)
+      for _, sub in ipairs { "stat", "record", "list" } do assert.matches("\n   " .. sub .. " ", out) end
+    end)
+
+    for _, sub in ipairs { "stat", "record", "list" } do
+      it("documents perfev " .. sub, function()
+        local out, _, status = run(sub .. " --help")
+        assert.equal(0, status)
+        assert.matches("^Usage: perfev " .. sub, out)
+      end)
+    end
+
+    it("gives perf's option letters", function()
+      local out = run("stat --help")
+      for _, o in ipairs { "-e --event", "-r --repeat", "-x --field-separator", "-j, --json-output",
+                           "-I --interval-print", "-p --pid", "-o --output" } do
+        local short, long = o:match("^(%-%a),? (.*)$")
+        assert.matches(short, out, 1, true)
+        assert.matches(long, out, 1, true)
+      end
+      out = run("record --help")
+      for _, o in ipairs { "-e", "--event", "-F", "--freq", "-c", "--count", "-g", "-o", "--output", "-p" } do
+        assert.matches(o, out, 1, true)
+      end
+    end)
+  end)
+
+  describe("stat -x, beside perf stat -x,", function()
+    it("prints the same lines, fields, units, events and metric units (default events)", function()
+      local theirs, mine = both("stat -x, -- " .. DD)
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      for i = 1, #a do
+        local fa, fb = fields(a[i], ","), fields(b[i], ",")
+        assert.equal(#fa, #fb, a[i] .. " | " .. b[i])
+        for _, col in ipairs { 2, 3, 7 } do assert.equal(fa[col], fb[col], a[i] .. " | " .. b[i]) end
+        assert.equal(fa[1]:match("^<.*>$"), fb[1]:match("^<.*>$"))   -- <not supported> alike
+      end
+    end)
+
+    it("counts the same page faults within 1 %", function()
+      local theirs, mine = both("stat -x, -e page-faults,task-clock -- " .. DD)
+      local a, b = by_event(lines(theirs)), by_event(lines(mine))
+      local pa, pb = tonumber(a["page-faults"][1]), tonumber(b["page-faults"][1])
+      assert.is_true(pa > 16384 and pb > 16384)
+      assert.is_true(math.abs(pa - pb) <= math.max(30, pa * PF_TOL), ("perf %d, perfev %d"):format(pa, pb))
+      assert.equal("K/sec", b["page-faults"][7])
+      assert.equal("CPUs utilized", b["task-clock"][7])
+    end)
+
+    it("counts the same context switches of 20 sleeps within " .. CS_TOL, function()
+      if not has_luajit then pending("luajit is not installed (the sleeping workload)") return end
+      local theirs, mine = both("stat -x, -e context-switches -- " .. SLEEPS)
+      local ca, cb = tonumber(theirs:match("^(%d+),")), tonumber(mine:match("^(%d+),"))
+      assert.is_true(ca >= 20 and cb >= 20, ("perf %d, perfev %d"):format(ca, cb))
+      assert.is_true(math.abs(ca - cb) <= CS_TOL, ("perf %d, perfev %d"):format(ca, cb))
+    end)
+
+    it("takes any separator, and repeats with perf's noise field", function()
+      local theirs, mine = both("stat -x';' -r 3 -e page-faults,task-clock,cycles -- " .. DD)
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      for i = 1, #a do
+        local fa, fb = fields(a[i], ";"), fields(b[i], ";")
+        assert.equal(#fa, #fb)
+        assert.equal(fa[3], fb[3])
+        assert.matches("^%d+%.%d%d%%$", fb[4])
+      end
+    end)
+  end)
+
+  describe("stat -j beside perf stat -j", function()
+    it("prints the same keys in the same order, units and metric units", function()
+      local theirs, mine = both("stat -j -- " .. DD)
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      for i = 1, #a do
+        local ka, kb = {}, {}
+        for k in a[i]:gmatch('"([%w-]+)" : ') do ka[#ka + 1] = k end
+        for k in b[i]:gmatch('"([%w-]+)" : ') do kb[#kb + 1] = k end
+        assert.same(ka, kb)
+        local ja, jb = cjson.decode(a[i]), cjson.decode(b[i])
+        assert.equal(ja.event, jb.event)
+        assert.equal(ja.unit, jb.unit)
+        assert.equal(ja["metric-unit"], jb["metric-unit"])
+      end
+    end)
+
+    it("counts the same page faults within 1 %", function()
+      local theirs, mine = both("stat -j -e page-faults -- " .. DD)
+      local pa = tonumber(cjson.decode(lines(theirs)[1])["counter-value"])
+      local pb = tonumber(cjson.decode(lines(mine)[1])["counter-value"])
+      assert.is_true(math.abs(pa - pb) <= math.max(30, pa * PF_TOL), ("perf %d, perfev %d"):format(pa, pb))
+    end)
+  end)
+
+  describe("stat text beside perf stat's", function()
+    -- the layout without the numbers: every run of digits and dots the
+    -- same width as it stands, then blanked
+    local function shape(s)
+      return (s:gsub("[%d%.]+", function(n) return ("#"):rep(#n) end))
+    end
+
+    it("puts every column where perf does", function()
+      local theirs, mine = both("stat -- " .. DD)
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      for i = 1, #a do
+        assert.equal(#a[i], #b[i], ("line %d:\n%s\n%s"):format(i, a[i], b[i]))
+        -- the event name and the metric column start at the same places
+        local ea, eb = a[i]:find("[%a][%w%-]+ "), b[i]:find("[%a][%w%-]+ ")
+        assert.equal(ea, eb)
+        assert.equal(a[i]:find("#", 1, true), b[i]:find("#", 1, true))
+      end
+      assert.equal(shape(a[2]), shape(b[2]))   -- " Performance counter stats for '...':"
+    end)
+
+    it("prints the repeat header, noise column and elapsed line", function()
+      local theirs, mine = both("stat -r 3 -e page-faults,task-clock -- " .. DD)
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      assert.equal(a[2], b[2])
+      for i = 4, 5 do
+        assert.equal(a[i]:find("( +-", 1, true), b[i]:find("( +-", 1, true))
+      end
+      assert.matches("seconds time elapsed", b[7])
+    end)
+
+    it("prints the interval header and time stamps in each format", function()
+      for _, fmt in ipairs { "", "-x,", "-j" } do
+        local theirs, mine = both(("stat %s -I 100 -e task-clock,page-faults,cycles -- sleep 0.25"):format(fmt))
+        local a, b = lines(theirs), lines(mine)
+        if fmt == "" then assert.equal(a[1], b[1]) end   -- "#           time ..."
+        local ta = a[#a]:match("^%s*{?\"?i?n?t?e?r?v?a?l?\"?%s*:?%s*([%d.]+)")
+        local tb = b[#b]:match("^%s*{?\"?i?n?t?e?r?v?a?l?\"?%s*:?%s*([%d.]+)")
+        assert.is_truthy(ta)
+        assert.equal(#ta, #tb)
+        -- three events a line each, every interval: as many lines, +- one interval
+        assert.is_true(math.abs(#a - #b) <= 3, ("perf %d lines, perfev %d"):format(#a, #b))
+        assert.equal(0, #b % 3 - (fmt == "" and 1 or 0))
+      end
+    end)
+  end)
+
+  describe("stat runs", function()
+    it("passes the command's exit status through, as perf stat does", function()
+      local _, _, s1, s2 = both("stat -e task-clock -- sh -c 'exit 3'")
+      assert.equal(3, s1)
+      assert.equal(3, s2)
+    end)
+
+    it("a Lua script in its own process, with its arguments and os.exit status", function()
+      local script = os.tmpname() .. ".lua"
+      local f = assert(io.open(script, "w"))
+      f:write("local t = {} for i = 1, 1000 do t[i] = ('x'):rep(4096) end\n",
+              "io.write(arg[0], ' ', arg[1], ' ', select('#', ...), '\\n') os.exit(5)\n")
+      f:close()
+      local out, err, status = run("stat -e page-faults " .. script .. " one")
+      os.remove(script)
+      assert.equal(5, status)
+      assert.equal(script .. " one 1\n", out)
+      assert.matches("Performance counter stats for '" .. script .. " one':", err, 1, true)
+      assert.is_true(tonumber(err:match("(%d+)%s+page%-faults")) >= 1000)
+    end)
+
+    it("a process, for the length of the command after --", function()
+      local p = io.popen("exec sh -c 'echo $$; while :; do sleep 0.02; done'", "r")
+      local pid = tonumber(p:read("l"))
+      local _, err, status = run(("stat -x, -e context-switches -p %d -- sleep 0.2"):format(pid))
+      os.execute("kill " .. pid)
+      p:close()
+      assert.equal(0, status)
+      assert.is_true(tonumber(err:match("^(%d+),")) >= 2)
+    end)
+
+    it("writes to a file with -o", function()
+      local path = os.tmpname()
+      local _, err, status = run("stat -x, -e page-faults -o " .. path .. " -- true")
+      assert.equal(0, status)
+      assert.equal("", err)
+      assert.matches("^%d+,,page%-faults,", u.read_file(path))
+      os.remove(path)
+    end)
+  end)
+
+  describe("errors: one line on stderr", function()
+    local function one_line(err)
+      assert.equal(1, #lines(err), err)
+    end
+
+    it("a command that does not exist: 127, as a shell gives", function()
+      local out, err, status = run("stat -- perfev-no-such-command")
+      assert.equal(127, status)
+      assert.equal("", out)
+      assert.equal("perfev stat: perfev-no-such-command: command not found\n", err)
+      _, err, status = run("record -o /dev/null -- perfev-no-such-command")
+      assert.equal(127, status)
+      one_line(err)
+    end)
+
+    it("an unknown event: named, usage status 129 (perf's)", function()
+      local _, err, status = run("stat -e no-such-event -- true")
+      assert.equal(129, status)
+      one_line(err)
+      assert.matches("unknown event 'no-such-event'", err, 1, true)
+      _, err, status = run("record -e no-such-event -o /dev/null -- true")
+      assert.equal(129, status)
+      one_line(err)
+      assert.matches("unknown event 'no-such-event'", err, 1, true)
+    end)
+
+    it("a pid that does not exist", function()
+      local _, err, status = run("stat -p 999999999 -- sleep 0.1")
+      assert.is_true(status ~= 0)
+      assert.equal("perfev stat: no process with pid 999999999\n", err)
+    end)
+
+    it("an unknown option, a missing command, -x with -j: status 129", function()
+      for _, args in ipairs { "stat --bogus -- true", "stat", "stat -x, -j -- true", "record",
+                              "bogus", "stat -r zero -- true" } do
+        local _, err, status = run(args)
+        assert.equal(129, status, args)
+        one_line(err)
+        assert.matches("^perfev", err)
+      end
+    end)
+  end)
+
+  describe("record", function()
+    it("writes a perf.data file perf report reads, and passes the exit status", function()
+      local dir = u.tmpdir()
+      local data = dir .. "/perf.data"
+      local out, err, status = run("record -F 1000 -g -o " .. data .. " -- sh -c 'echo hi; "
+                                   .. "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 4'")
+      assert.equal(4, status)
+      assert.equal("hi\n", out)
+      assert.matches("^%[ perfev record: Captured and wrote [%d.]+ MB " .. data:gsub("%p", "%%%0"), err)
+      local samples = tonumber(err:match("%((%d+) samples%)"))
+      assert.is_true(samples > 0)
+      local script = u.sh("perf script -i " .. data .. " -F comm 2>/dev/null")
+      local _, n = script:gsub("%f[%w]sh%s*\n", "")
+      assert.is_true(n > 0, script)
+      u.rmdir(dir)
+    end)
+  end)
+
+  describe("list", function()
+    it("lists the software events as perf list does", function()
+      local out, _, status = run("list sw")
+      assert.equal(0, status)
+      assert.matches("task-clock", out, 1, true)
+      assert.matches("[Software event]", out, 1, true)
+      local _, err
+      _, err, status = run("list no-such-event-anywhere")
+      assert.equal(1, status)
+      assert.equal("perfev list: no event matches 'no-such-event-anywhere'\n", err)
+    end)
+  end)
+end)
