@@ -197,9 +197,11 @@ describe("perfev command", function()
       local a, b = lines(theirs), lines(mine)
       assert.equal(#a, #b)
       assert.equal(a[2], b[2])
-      for i = 4, 5 do
-        assert.equal(a[i]:find("( +-", 1, true), b[i]:find("( +-", 1, true))
-      end
+      -- task-clock varies from run to run: its noise column is there
+      assert.equal(a[5]:find("( +-", 1, true), b[5]:find("( +-", 1, true))
+      -- page faults may not (perf leaves the column out at 0.00 %)
+      local na, nb = a[4]:find("( +-", 1, true), b[4]:find("( +-", 1, true)
+      if na and nb then assert.equal(na, nb) end
       assert.matches("seconds time elapsed", b[7])
     end)
 
