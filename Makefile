@@ -7,7 +7,7 @@
 #   make check      specs under ASan+UBSan, then under valgrind's leak check
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
-#   make install    PREFIX=/usr/local DESTDIR= ; make uninstall ; make clean
+#   make install    PREFIX=/usr/local DESTDIR= (modules and bin/perfev) ; make uninstall ; make clean
 #
 # LUA=lua5.3 (or luajit) selects another Lua; LUA_PC is its pkg-config name.
 # Modules are found from the repo root with
@@ -46,6 +46,7 @@ lua_version = $(or $(shell $(LUA) -e 'print((_VERSION:match("%d+%.%d+")))' 2>/de
 ASAN_RT  = $(shell $(ASAN_CC) -print-file-name=libasan.so)
 UBSAN_RT = $(shell $(ASAN_CC) -print-file-name=libubsan.so)
 
+INSTALL_BIN  ?= $(PREFIX)/bin
 INSTALL_CMOD ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 INSTALL_LMOD ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 
@@ -305,13 +306,18 @@ install: all
 	  echo "install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
 	  install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
 	done
+	@# the perfev command, its first line naming the Lua it was built for
+	@mkdir -p build
+	sed '1s|.*|#!$(if $(findstring /,$(LUA)),$(LUA),/usr/bin/env $(LUA))|' bin/perfev > build/perfev.bin
+	install -D -m 0755 build/perfev.bin '$(DESTDIR)$(INSTALL_BIN)/perfev'
 
 uninstall:
-	rm -f '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so'
+	rm -f '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so' '$(DESTDIR)$(INSTALL_BIN)/perfev'
 	@set -e; for f in $(LUA_MODS); do \
 	  echo "rm -f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
 	  rm -f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
 	done
+	rmdir '$(DESTDIR)$(INSTALL_LMOD)/perfev/stat' '$(DESTDIR)$(INSTALL_LMOD)/perfev/cli' 2>/dev/null || true
 	rmdir '$(DESTDIR)$(INSTALL_CMOD)/perfev' '$(DESTDIR)$(INSTALL_LMOD)/perfev' 2>/dev/null || true
 
 clean:

@@ -18,6 +18,8 @@ tracepoints, with a C core (perfev.core) and a Lua layer (perfev).
 supported_platforms = { "linux" }
 dependencies = {
    "lua >= 5.1",
+   "argparse",      -- the perfev command (bin/perfev)
+   "lua-cjson",     -- perfev stat -j
 }
 build = {
    type = "builtin",
@@ -61,8 +63,13 @@ build = {
       ["perfev"] = "lua/perfev/init.lua",
       ["perfev.bits"] = "lua/perfev/bits.lua",
       ["perfev.cache"] = "lua/perfev/cache.lua",
+      ["perfev.cli"] = "lua/perfev/cli/init.lua",
+      ["perfev.cli.list"] = "lua/perfev/cli/list.lua",
       ["perfev.cli.profile"] = "lua/perfev/cli/profile.lua",
+      ["perfev.cli.record"] = "lua/perfev/cli/record.lua",
       ["perfev.cli.report"] = "lua/perfev/cli/report.lua",
+      ["perfev.cli.run"] = "lua/perfev/cli/run.lua",
+      ["perfev.cli.stat"] = "lua/perfev/cli/stat.lua",
       ["perfev.elf"] = "lua/perfev/elf.lua",
       ["perfev.fs"] = "lua/perfev/fs.lua",
       ["perfev.group"] = "lua/perfev/group.lua",
@@ -109,10 +116,19 @@ build = {
       ["perfev.report.stdio"] = "lua/perfev/report/stdio.lua",
       ["perfev.sampler"] = "lua/perfev/sampler.lua",
       ["perfev.spec"] = "lua/perfev/spec.lua",
+      ["perfev.stat"] = "lua/perfev/stat.lua",
+      ["perfev.stat.command"] = "lua/perfev/stat/command.lua",
+      ["perfev.stat.counters"] = "lua/perfev/stat/counters.lua",
+      ["perfev.stat.events"] = "lua/perfev/stat/events.lua",
+      ["perfev.stat.format"] = "lua/perfev/stat/format.lua",
+      ["perfev.stat.metrics"] = "lua/perfev/stat/metrics.lua",
       ["perfev.symbols"] = "lua/perfev/symbols.lua",
       ["perfev.symbols.elf"] = "lua/perfev/symbols/elf.lua",
       ["perfev.symbols.kallsyms"] = "lua/perfev/symbols/kallsyms.lua",
       ["perfev.tool"] = "lua/perfev/tool.lua",
       ["perfev.tracepoint"] = "lua/perfev/tracepoint.lua",
+   },
+   install = {
+      bin = { perfev = "bin/perfev" },
    },
 }

@@ -40,6 +40,8 @@ tracepoints, with a C core (perfev.core) and a Lua layer (perfev).
 supported_platforms = { "linux" }
 dependencies = {
    "lua >= 5.1",
+   "argparse",      -- the perfev command (bin/perfev)
+   "lua-cjson",     -- perfev stat -j
 }
 build = {
    type = "builtin",
@@ -57,6 +59,9 @@ for _, f in ipairs(luafiles) do mods[#mods + 1] = { modname(f), f } end
 table.sort(mods, function(a, b) return a[1] < b[1] end)
 for _, m in ipairs(mods) do w(('      [%q] = %q,'):format(m[1], m[2])) end
 w([[
+   },
+   install = {
+      bin = { perfev = "bin/perfev" },
    },
 }]])
 io.write(table.concat(out, "\n"), "\n")

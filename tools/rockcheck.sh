@@ -10,12 +10,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir "$tmp/src"
 # A copy, so that luarocks' objects (it compiles next to the sources) stay out of the tree.
-cp -R "$rockspec" csrc lua "$tmp/src/"
+cp -R "$rockspec" csrc lua bin "$tmp/src/"
 
 offline=
 if unshare -n true 2>/dev/null; then offline="unshare -n"; fi
-echo "rockcheck: ${offline:+$offline }$luarocks make --lua-version=$luaver --tree $tmp/tree $rockspec"
-(cd "$tmp/src" && $offline "$luarocks" make --lua-version="$luaver" --tree "$tmp/tree" "$rockspec")
+# --deps-mode=none: offline, the Lua dependencies (argparse, lua-cjson)
+# come from the system (`make deps`), where luarocks does not see them.
+echo "rockcheck: ${offline:+$offline }$luarocks make --deps-mode=none --lua-version=$luaver --tree $tmp/tree $rockspec"
+(cd "$tmp/src" && $offline "$luarocks" make --deps-mode=none --lua-version="$luaver" --tree "$tmp/tree" "$rockspec")
 
 cd "$tmp"
 env -u LUA_PATH -u LUA_CPATH -u "LUA_PATH_$(echo "$luaver" | tr . _)" \
@@ -30,3 +32,9 @@ end
 local p = require "perfev"
 print("rockcheck: require \"perfev\" from the luarocks tree: " .. tostring(p._VERSION or "ok"))
 '
+# the command the rockspec installs (install.bin) runs from the tree (a
+# temporary tree is on no path: given here as `luarocks path` would)
+t=$tmp/tree
+env LUA_PATH="$t/share/lua/$luaver/?.lua;$t/share/lua/$luaver/?/init.lua;;" \
+    LUA_CPATH="$t/lib/lua/$luaver/?.so;;" "$t/bin/perfev" --help >/dev/null
+echo "rockcheck: $tmp/tree/bin/perfev --help runs"

@@ -79,7 +79,9 @@ local function check(opts)
   if not is_count(r) then fail(3, "option 'repeat' must be a positive integer, got %s", tostring(r)) end
   o["repeat"] = r
   if o.interval then
-    if not (o.interval >= 1) then fail(3, "option 'interval' must be >= 1 ms, got %s", tostring(o.interval)) end
+    if o.interval < 1 or o.interval ~= o.interval then
+      fail(3, "option 'interval' must be >= 1 ms, got %s", tostring(o.interval))
+    end
     if o.run then fail(3, "option 'interval' is for a command or a pid, not a function") end
     if r > 1 then fail(3, "option 'interval' cannot be used with 'repeat'") end
   end
