@@ -311,7 +311,11 @@ local function run_pid(o, res)
   command.unwatch(w)
   local data = readings(o, set, tools(t1, t0))
   for _, ev in pairs(toolev) do ev:close() end
-  if o.interval and not res.interrupted then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
+  -- the last, partial interval; none when a duration ended on a tick
+  local last = res.intervals[#res.intervals]
+  if o.interval and not res.interrupted and (t1 - t0) - (last and last.time or 0) >= 1e6 then
+    new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6)
+  end
   return { set = set, data = data, wall = t1 - t0 }
 end
 
