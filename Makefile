@@ -178,7 +178,7 @@ demo: deps all
 lint: deps lint-lua lint-c rockspec-check
 
 lint-lua: | deps
-	luacheck $(wildcard lua spec examples bench tools fuzz)
+	luacheck $(wildcard lua spec examples bench tools fuzz bin/perfev)
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua) and exports

@@ -162,19 +162,22 @@ local function new_interval(o, set, res, prev, data, t_ns, interval_ns)
   if o.on_interval then o.on_interval(iv, res) end
 end
 
--- Waits until done() (polled with wait(ms), which returns true when the
--- watched task is gone), printing intervals on the way.
+-- Waits until the watched task is gone (wait(ms) returns true), printing
+-- intervals on the way. The waits last SLICE_MS at most: the core's poll
+-- goes on through EINTR, and Lua code must run for Ctrl-C (lua.c's SIGINT
+-- hook) to stop the wait.
+local SLICE_MS = 100
 local function wait_loop(o, set, res, t0, wait, tools_now)
   local prev
   if not o.interval then
-    wait(-1)
+    repeat until wait(SLICE_MS)
     return
   end
   local step = o.interval * 1e6
   local k = 1
   while true do
     local left = math.ceil((t0 + k * step - now_ns()) / 1e6)
-    local gone = wait(left > 0 and left or 0)
+    local gone = wait(math.min(math.max(left, 0), SLICE_MS))
     local t = now_ns()
     if gone then return prev end
     if t >= t0 + k * step then
@@ -193,6 +196,12 @@ local function tools_fn(t0, ru0, who)
   end
 end
 
+-- Ctrl-C: lua.c's SIGINT handler raises "interrupted!" at the next Lua
+-- instruction; the counts so far are still printed, as perf stat does.
+local function interrupted(err)
+  return type(err) == "string" and err:find("interrupted!", 1, true) ~= nil
+end
+
 local function run_command(o, res)
   local c, msg, status = command.start(o.command)
   if not c then return nil, msg, status end
@@ -205,19 +214,28 @@ local function run_command(o, res)
   local tools = tools_fn(0, { u0, s0 }, "children")
   local t0 = now_ns()
   c:go()
-  local prev = wait_loop(o, set, res, t0, function(ms) return c:wait(ms) end,
+  local ok, prev = pcall(wait_loop, o, set, res, t0, function(ms) return c:wait(ms) end,
                          function(t) local x = tools(t) x.duration_time = t - t0 return x end)
+  if not ok then
+    if not interrupted(prev) then
+      c:kill()
+      set:close()
+      error(prev, 0)
+    end
+    res.interrupted, prev = true, nil
+    repeat until c:wait(SLICE_MS)    -- the command got the SIGINT too
+  end
   local how, code = c:finish()
   local t1 = now_ns()
   local u1, s1 = rusage("children")
   local tl = { duration_time = t1 - t0, user_time = u1 - u0, system_time = s1 - s0 }
   local data = readings(o, set, tl)
-  if o.interval then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
+  if o.interval and not res.interrupted then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
   res.status, res.how, res.code = command.exit_code(how, code), how, code
   return { set = set, data = data, wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
-local function run_function(o)
+local function run_function(o, res)
   local set, msg, errno, e = counters.open(o.entries, { 0 }, { inherit = true })
   if not set then return nil, ("event '%s': %s"):format(e.name, msg), 1, errno end
   local u0, s0 = rusage("self")
@@ -228,8 +246,11 @@ local function run_function(o)
   local t1 = now_ns()
   local u1, s1 = rusage("self")
   if not ok then
-    set:close()
-    error(err, 0)
+    if not interrupted(err) then
+      set:close()
+      error(err, 0)
+    end
+    res.interrupted = true
   end
   local tl = { duration_time = t1 - t0, user_time = u1 - u0, system_time = s1 - s0 }
   return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
@@ -242,10 +263,6 @@ local function threads(pid)
   local out = {}
   for _, t in ipairs(list) do out[#out + 1] = tonumber(t) end
   return out
-end
-
-local function interrupted(err)
-  return type(err) == "string" and err:find("interrupted", 1, true) ~= nil
 end
 
 local function run_pid(o, res)
@@ -347,7 +364,7 @@ function M.stat(opts)
     local one, msg, status, errno
     if o.pid then one, msg, status, errno = run_pid(o, res)
     elseif o.command then one, msg, status, errno = run_command(o, res)
-    else one, msg, status, errno = run_function(o) end
+    else one, msg, status, errno = run_function(o, res) end
     if not one then
       if last_set then last_set:close() end
       return nil, msg, status, errno

@@ -42,6 +42,10 @@ function M.configure(cmd)
      :args("*"):target("command_args")
 end
 
+local SIGNALS = { [1] = "Hangup", [2] = "Interrupt", [3] = "Quit", [4] = "Illegal instruction",
+                  [6] = "Aborted", [7] = "Bus error", [8] = "Floating point exception", [9] = "Killed",
+                  [11] = "Segmentation fault", [13] = "Broken pipe", [14] = "Alarm clock", [15] = "Terminated" }
+
 local function fail(fmt, ...)
   io.stderr:write("perfev stat: " .. fmt:format(...) .. "\n")
 end
@@ -96,8 +100,14 @@ function M.run(args)
     fail("%s", msg)
     return status or 1
   end
+  -- like perf (psignal): say which signal ended the command
+  if res.how == "signal" then
+    io.stderr:write(("%s: %s\n"):format(words[1], SIGNALS[res.code] or ("signal " .. res.code)))
+  end
   if not opts.interval then out:write(stat.format(res, fmt)) end
   if out ~= io.stderr then out:close() end
+  -- Ctrl-C ends -p PID normally (as perf stat -p); it interrupts a script
+  if res.interrupted and res.target == "function" then return 130 end
   if script_status then return script_status end
   return res.status or 0
 end
