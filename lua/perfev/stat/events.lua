@@ -53,8 +53,9 @@ local function byte(n, k)   -- byte k (0 = lowest) of a non-negative number
 end
 
 local function kind_of(t)
-  local ty, config = t.type, t.config
-  if type(config) ~= "number" then return nil end
+  -- tonumber: LuaJIT may give config words as uint64_t cdata
+  local ty, config = tonumber(t.type), tonumber(t.config)
+  if not (ty and config) then return nil end
   if ty == TYPE_SOFTWARE and (config == SW_CPU_CLOCK or config == SW_TASK_CLOCK) then return "nsecs" end
   if ty == TYPE_HARDWARE then return HW_KIND[config] end
   if ty == TYPE_HW_CACHE then
