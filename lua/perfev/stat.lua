@@ -93,11 +93,11 @@ end
 
 -- ---- one run ----
 
-local function now_ns() return perfev.clock_ns() end
+local function now_ns() return tonumber(perfev.clock_ns()) end
 
 local function rusage(who)
   local u, s = perfev.rusage(who)
-  return u or 0, s or 0
+  return tonumber(u) or 0, tonumber(s) or 0
 end
 
 -- the counts of one reading, with the tool events filled in
@@ -291,7 +291,7 @@ local function run_pid(o, res)
   end
   local function tools(t, t0)
     local x = { duration_time = t - t0 }
-    for k, ev in pairs(toolev) do x[k] = ev:read() or 0 end
+    for k, ev in pairs(toolev) do x[k] = tonumber(ev:read()) or 0 end
     return x
   end
   local t0 = now_ns()

@@ -71,8 +71,9 @@ function S:read()
     local count, ena, run = false, 0, 0
     for _, ev in ipairs(item.evs) do
       local v, e, r = ev:read()
-      if v then count = (count or 0) + v end
-      ena, run = ena + (e or 0), run + (r or 0)
+      -- tonumber: plain numbers on every Lua (LuaJIT may give cdata)
+      if v then count = (count or 0) + tonumber(v) end
+      ena, run = ena + (tonumber(e) or 0), run + (tonumber(r) or 0)
     end
     out[i] = { count = count, enabled = ena, running = run }
   end
