@@ -291,7 +291,10 @@ local function run_pid(o, res)
   end
   local function tools(t, t0)
     local x = { duration_time = t - t0 }
-    for k, ev in pairs(toolev) do x[k] = tonumber(ev:read()) or 0 end
+    for k, ev in pairs(toolev) do
+      local v = ev:read()
+      x[k] = tonumber(v) or 0
+    end
     return x
   end
   local t0 = now_ns()
