@@ -19,8 +19,9 @@ local DD = "dd if=/dev/zero of=/dev/null bs=64M count=1 status=none"
 -- 20 sleeps of 5 ms: 20 context switches and a few more (LuaJIT's FFI)
 local SLEEPS = [[luajit -e 'local ffi = require "ffi" ffi.cdef "int usleep(unsigned)" ]]
                .. [[for i = 1, 20 do ffi.C.usleep(5000) end']]
--- tolerances: page faults within 1 % (and 30), context switches within 6
-local PF_TOL, CS_TOL = 0.01, 6
+-- tolerances: page faults within 1 % (and 30); context switches within 6
+-- or 25 % (a loaded machine preempts the sleeper now and then)
+local PF_TOL, CS_TOL, CS_REL = 0.01, 6, 0.25
 
 -- run(args) -> stdout, stderr, exit status of `perfev args`
 local function run(args, tool)
@@ -125,12 +126,12 @@ describe("perfev command", function()
       assert.equal("CPUs utilized", b["task-clock"][7])
     end)
 
-    it("counts the same context switches of 20 sleeps within " .. CS_TOL, function()
+    it("counts the same context switches of 20 sleeps within " .. CS_TOL .. " or 25 %", function()
       if not has_luajit then pending("luajit is not installed (the sleeping workload)") return end
       local theirs, mine = both("stat -x, -e context-switches -- " .. SLEEPS)
       local ca, cb = tonumber(theirs:match("^(%d+),")), tonumber(mine:match("^(%d+),"))
       assert.is_true(ca >= 20 and cb >= 20, ("perf %d, perfev %d"):format(ca, cb))
-      assert.is_true(math.abs(ca - cb) <= CS_TOL, ("perf %d, perfev %d"):format(ca, cb))
+      assert.is_true(math.abs(ca - cb) <= math.max(CS_TOL, CS_REL * ca), ("perf %d, perfev %d"):format(ca, cb))
     end)
 
     it("takes any separator, and repeats with perf's noise field", function()
@@ -214,9 +215,15 @@ describe("perfev command", function()
         local tb = b[#b]:match("^%s*{?\"?i?n?t?e?r?v?a?l?\"?%s*:?%s*([%d.]+)")
         assert.is_truthy(ta)
         assert.equal(#ta, #tb)
-        -- three events a line each, every interval: as many lines, +- one interval
-        assert.is_true(math.abs(#a - #b) <= 3, ("perf %d lines, perfev %d"):format(#a, #b))
+        -- three events a line each, every interval: as many lines, +- two
+        -- intervals (a loaded machine stretches the sleep)
+        assert.is_true(math.abs(#a - #b) <= 6, ("perf %d lines, perfev %d"):format(#a, #b))
         assert.equal(0, #b % 3 - (fmt == "" and 1 or 0))
+        if fmt == "-j" then
+          for _, l in ipairs(b) do assert.is_number(cjson.decode(l).interval) end
+        elseif fmt == "-x," then
+          for i, l in ipairs(b) do assert.equal(#fields(a[math.min(i, #a)], ","), #fields(l, ",")) end
+        end
       end
     end)
   end)
