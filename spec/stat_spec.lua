@@ -112,6 +112,15 @@ describe("perfev.stat", function()
       assert.is_number(res.sys)
     end)
 
+    it("counts the command alone with inherit = false", function()
+      local cmd = "dd if=/dev/zero of=/dev/null bs=16M count=1 status=none; exit 0"
+      local all = assert(perfev.stat { command = cmd, events = "page-faults" })
+      local alone = assert(perfev.stat { command = cmd, events = "page-faults", inherit = false })
+      -- the shell's own faults only, without dd's 4096 and more
+      assert.is_true(by_name(all, "page-faults").count > 4096)
+      assert.is_true(by_name(alone, "page-faults").count < 1000)
+    end)
+
     it("reports a signal as 128 + its number", function()
       local res = assert(perfev.stat { command = "kill -9 $$", events = "task-clock" })
       assert.equal(137, res.status)

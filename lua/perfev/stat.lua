@@ -25,7 +25,7 @@ local unpack = table.unpack or rawget(_G, "unpack")   -- LuaJIT: the global
 local OPTIONS = {
   run = "function", args = "table", command = "string|table", pid = "number", duration = "number",
   events = "string|table", ["repeat"] = "number", interval = "number", on_interval = "function",
-  label = "string",
+  label = "string", inherit = "boolean",
 }
 
 local function fail(level, fmt, ...)
@@ -205,7 +205,8 @@ end
 local function run_command(o, res)
   local c, msg, status = command.start(o.command)
   if not c then return nil, msg, status end
-  local set, omsg, errno, e = counters.open(o.entries, { c.pid }, { inherit = true, enable_on_exec = true })
+  local set, omsg, errno, e = counters.open(o.entries, { c.pid },
+                                            { inherit = o.inherit ~= false, enable_on_exec = true })
   if not set then
     c:kill()
     return nil, ("event '%s': %s"):format(e.name, omsg), 1, errno
@@ -236,7 +237,7 @@ local function run_command(o, res)
 end
 
 local function run_function(o, res)
-  local set, msg, errno, e = counters.open(o.entries, { 0 }, { inherit = true })
+  local set, msg, errno, e = counters.open(o.entries, { 0 }, { inherit = o.inherit ~= false })
   if not set then return nil, ("event '%s': %s"):format(e.name, msg), 1, errno end
   local u0, s0 = rusage("self")
   local t0 = now_ns()
@@ -268,7 +269,7 @@ end
 local function run_pid(o, res)
   local tids = threads(o.pid)
   if not tids then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
-  local set, msg, errno, e = counters.open(o.entries, tids, { inherit = true })
+  local set, msg, errno, e = counters.open(o.entries, tids, { inherit = o.inherit ~= false })
   if not set then
     if errno == 3 then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
     return nil, ("event '%s': %s"):format(e.name, msg), 1, errno

@@ -38,6 +38,8 @@ function M.configure(cmd)
              .. "until it exits, Ctrl-C, or the command given after -- ends.")
      :argname("<pid>"):convert(positive("--pid"))
   cmd:option("-o --output", "Write the counts to this file instead of stderr."):argname("<file>")
+  cmd:flag("-i --no-inherit", "Count the command (or the process) alone, not the processes it starts.")
+     :target("no_inherit")
   cmd:argument("command", "The command to count (after --), or a Lua script NAME.lua run in this process.")
      :args("*"):target("command_args")
 end
@@ -65,7 +67,8 @@ function M.run(args)
   local fmt = { format = args.json_output and "json" or (args.field_separator and "csv" or "text"),
                 sep = args.field_separator }
   local opts = { events = #args.event > 0 and table.concat(args.event, ",") or nil,
-                 ["repeat"] = args["repeat"], interval = args.interval_print, pid = args.pid }
+                 ["repeat"] = args["repeat"], interval = args.interval_print, pid = args.pid,
+                 inherit = not args.no_inherit }
   if opts.interval then
     opts.on_interval = function(iv, res)
       out:write(stat.interval(res, iv, fmt))
