@@ -16,7 +16,6 @@ local counters = require "perfev.stat.counters"
 local command = require "perfev.stat.command"
 local metrics = require "perfev.stat.metrics"
 local format = require "perfev.stat.format"
-local fs = require "perfev.fs"
 
 local M = {}
 
@@ -257,17 +256,8 @@ local function run_function(o, res)
   return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
--- the threads of a process, from /proc/PID/task
-local function threads(pid)
-  local list = fs.dir(("/proc/%d/task"):format(pid))
-  if not list or #list == 0 then return nil end
-  local out = {}
-  for _, t in ipairs(list) do out[#out + 1] = tonumber(t) end
-  return out
-end
-
 local function run_pid(o, res)
-  local tids = threads(o.pid)
+  local tids = command.threads(o.pid)
   if not tids then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
   local set, msg, errno, e = counters.open(o.entries, tids, { inherit = o.inherit ~= false })
   if not set then

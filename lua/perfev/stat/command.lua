@@ -8,10 +8,49 @@
 -- poll(2) reports POLLHUP when the task exits -- the same wait serves as
 -- the interval timer. The exit status is read from /proc/PID/stat while
 -- the child is a zombie (every Lua, LuaJIT too, gets it the same way).
-local core = require "perfev.core"
-local fs = require "perfev.fs"
+local perfev = require "perfev"
 
 local M = {}
+
+-- ---- /proc (this module's own small readers: perfev's public API only) ----
+
+local function read(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function readable(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+local function isdir(path)
+  return readable(path .. "/.")
+end
+
+-- threads(pid) -> the tids of a process (/proc/PID/task), or nil
+function M.threads(pid)
+  local dir = ("/proc/%d/task"):format(pid)
+  if not isdir(dir) then return nil end
+  local out = {}
+  local has_lfs, lfs = pcall(require, "lfs")
+  if has_lfs then
+    for name in lfs.dir(dir) do out[#out + 1] = tonumber(name) end
+  else
+    local p = io.popen("ls -1 " .. dir .. " 2>/dev/null", "r")
+    if p then
+      for name in p:lines() do out[#out + 1] = tonumber(name) end
+      p:close()
+    end
+  end
+  table.sort(out)   -- ("." and ".." gave nil, which adds nothing)
+  if #out == 0 then return nil end
+  return out
+end
 
 local C = {}
 C.__index = C
@@ -33,13 +72,7 @@ end
 
 -- own pid, read by this process (math.tointeger-free for LuaJIT)
 function M.own_pid()
-  return tonumber(assert(fs.read("/proc/self/stat")):match("^(%d+)"))
-end
-
-local function readable(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
+  return tonumber(assert(read("/proc/self/stat")):match("^(%d+)"))
 end
 
 -- find(prog) -> path | nil, message, exit status (127: not found, as a
@@ -51,7 +84,7 @@ function M.find(prog)
   end
   for dir in (os.getenv("PATH") or "/usr/local/bin:/usr/bin:/bin"):gmatch("[^:]+") do
     local p = dir .. "/" .. prog
-    if readable(p) and not fs.isdir(p) then return p end
+    if readable(p) and not isdir(p) then return p end
   end
   return nil, ("%s: command not found"):format(prog), 127
 end
@@ -67,10 +100,10 @@ end
 -- The pid of the child io.popen forks, from the fork record of a dummy
 -- event on this process (enabled around the popen only).
 local function popen_child(me, shell)
-  local a = core.attr { type = "software", config = core.SW.DUMMY, task = true, sample_id_all = true,
-                        sample_type = core.SAMPLE.TID, disabled = true,
-                        exclude_kernel = true, exclude_hv = true }
-  local dummy, msg, errno = core.open(a, 0, -1)
+  local a = perfev.attr { type = "software", config = perfev.SW.DUMMY, task = true, sample_id_all = true,
+                          sample_type = perfev.SAMPLE.TID, disabled = true,
+                          exclude_kernel = true, exclude_hv = true }
+  local dummy, msg, errno = perfev.open(a, { pid = 0, cpu = -1 })
   if not dummy then return nil, msg, errno end
   local ring
   ring, msg, errno = dummy:mmap(1)
@@ -95,9 +128,9 @@ end
 -- watch(pid) -> a ring over a dummy event on the task: poll() says hup when
 -- the task has exited; nil, message, errno (ESRCH: it is gone already)
 function M.watch(pid)
-  local w = core.attr { type = "software", config = core.SW.DUMMY, disabled = true,
-                        exclude_kernel = true, exclude_hv = true }
-  local ev, msg, errno = core.open(w, pid, -1)
+  local w = perfev.attr { type = "software", config = perfev.SW.DUMMY, disabled = true,
+                          exclude_kernel = true, exclude_hv = true }
+  local ev, msg, errno = perfev.open(w, { pid = pid, cpu = -1 })
   if not ev then return nil, msg, errno end
   local ring
   ring, msg, errno = ev:mmap(0)
@@ -156,7 +189,7 @@ end
 -- /proc/PID/stat fields after the command name: state is [1], exit_code
 -- (the wait status, field 52) is [50]
 local function proc_stat(pid)
-  local s = fs.read(("/proc/%d/stat"):format(pid))
+  local s = read(("/proc/%d/stat"):format(pid))
   if not s then return nil end
   local rest = s:match("^.*%)%s+(.*)$")
   local f = {}
