@@ -259,6 +259,23 @@ describe("perfev command", function()
       assert.is_true(tonumber(err:match("^(%d+),")) >= 2)
     end)
 
+    it("every CPU with -a, as perf stat -a", function()
+      if not u.is_root() then pending("system-wide counting needs root here") return end
+      local theirs, mine = both("stat -a -x, -e task-clock,context-switches -- sleep 0.2")
+      local a, b = lines(theirs), lines(mine)
+      assert.equal(#a, #b)
+      for i = 1, #a do
+        local fa, fb = fields(a[i], ","), fields(b[i], ",")
+        assert.equal(#fa, #fb)
+        for _, col in ipairs { 2, 3, 7 } do assert.equal(fa[col], fb[col]) end
+      end
+      -- task-clock on every CPU for the whole 0.2 s: about as many CPUs utilized as are online
+      local cpus = tonumber(u.trim(u.sh("getconf _NPROCESSORS_ONLN")))
+      assert.near(cpus, tonumber(fields(b[1], ",")[6]), 0.5)
+      local _, err = run("stat -a -e task-clock -- sleep 0.1")
+      assert.matches("Performance counter stats for 'system wide':", err, 1, true)
+    end)
+
     it("writes to a file with -o", function()
       local path = os.tmpname()
       local _, err, status = run("stat -x, -e page-faults -o " .. path .. " -- true")
@@ -303,7 +320,7 @@ describe("perfev command", function()
     end)
 
     it("an unknown option, a missing command, -x with -j: status 129", function()
-      for _, args in ipairs { "stat --bogus -- true", "stat", "stat -x, -j -- true", "record",
+      for _, args in ipairs { "stat --bogus -- true", "stat", "stat -x, -j -- true", "stat -a -p 1 -- true", "record",
                               "bogus", "stat -r zero -- true" } do
         local _, err, status = run(args)
         assert.equal(129, status, args)

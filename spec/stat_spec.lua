@@ -156,6 +156,21 @@ describe("perfev.stat", function()
     end)
   end)
 
+  describe("system-wide", function()
+    it("counts every CPU for a duration, as perf stat -a", function()
+      if not u.is_root() then pending("system-wide counting needs root here") return end
+      local res = assert(perfev.stat { system_wide = true, duration = 0.1, events = "task-clock" })
+      assert.equal("system", res.target)
+      local tc = by_name(res, "task-clock")
+      local cpus = tonumber(u.trim(u.sh("getconf _NPROCESSORS_ONLN")))
+      -- every CPU's clock runs the whole time, idle or not
+      assert.near(cpus, tc.metrics[1].value, 0.5)
+      assert.matches("Performance counter stats for 'system wide':", stat.format(res), 1, true)
+      assert.has_error(function() perfev.stat { system_wide = true, pid = 1 } end,
+                       "perfev.stat: option 'system_wide' cannot be used with 'pid' or a function")
+    end)
+  end)
+
   describe("repeat", function()
     it("gives the mean and the relative standard deviation of the mean", function()
       local sizes, i = { 34 * 256, 40 * 256, 46 * 256 }, 0

@@ -24,7 +24,7 @@ local unpack = table.unpack or rawget(_G, "unpack")   -- LuaJIT: the global
 local OPTIONS = {
   run = "function", args = "table", command = "string|table", pid = "number", duration = "number",
   events = "string|table", ["repeat"] = "number", interval = "number", on_interval = "function",
-  label = "string", inherit = "boolean",
+  label = "string", inherit = "boolean", system_wide = "boolean",
 }
 
 local function fail(level, fmt, ...)
@@ -58,8 +58,10 @@ local function check(opts)
   elseif opts.args then
     o.nargs = opts.args.n or #opts.args
   end
+  if o.system_wide and (o.pid or o.run) then fail(3, "option 'system_wide' cannot be used with 'pid' or a function") end
   local n = (o.run and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
-  if o.pid and o.command then n = 1 end      -- a command bounds a pid's measurement
+  if (o.pid or o.system_wide) and o.command then n = 1 end   -- a command bounds the measurement
+  if o.system_wide and not o.command then n = 1 end
   if n ~= 1 then fail(3, "give one of a function ([1] or 'run'), 'command' and 'pid'") end
   if type(o.command) == "table" then
     if #o.command == 0 then fail(3, "option 'command' is an empty list") end
@@ -73,7 +75,7 @@ local function check(opts)
     fail(3, "option 'pid' must be a process id, got %s", tostring(o.pid))
   end
   if o.duration and o.duration <= 0 then fail(3, "option 'duration' must be > 0 seconds") end
-  if o.duration and not o.pid then fail(3, "option 'duration' is for 'pid'") end
+  if o.duration and not (o.pid or o.system_wide) then fail(3, "option 'duration' is for 'pid' or 'system_wide'") end
   local r = o["repeat"] or 1
   if not is_count(r) then fail(3, "option 'repeat' must be a positive integer, got %s", tostring(r)) end
   o["repeat"] = r
@@ -256,15 +258,25 @@ local function run_function(o, res)
   return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
+-- A pid (every thread of it), or every CPU (system_wide: an event per
+-- online CPU, as perf stat -a), until the process exits, the duration
+-- ends, the command given with it ends, or Ctrl-C.
 local function run_pid(o, res)
-  local tids = command.threads(o.pid)
-  if not tids then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
-  local set, msg, errno, e = counters.open(o.entries, tids, { inherit = o.inherit ~= false })
+  local targets
+  if o.system_wide then
+    targets = {}
+    for i, cpu in ipairs(command.online_cpus() or {}) do targets[i] = { pid = -1, cpu = cpu } end
+  else
+    targets = command.threads(o.pid)
+    if not targets then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
+  end
+  local set, msg, errno, e = counters.open(o.entries, targets,
+                                            { inherit = o.inherit ~= false and not o.system_wide })
   if not set then
     if errno == 3 then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
     return nil, ("event '%s': %s"):format(e.name, msg), 1, errno
   end
-  local w = command.watch(o.pid)
+  local w = o.pid and command.watch(o.pid)
   local c
   if o.command then
     local cmsg, status
@@ -277,7 +289,7 @@ local function run_pid(o, res)
   end
   local toolev = {}
   for _, t in ipairs { "user_time", "system_time" } do
-    local ev = perfev.open(t, { pid = o.pid })
+    local ev = o.pid and perfev.open(t, { pid = o.pid })
     if ev then ev:enable() toolev[t] = ev end
   end
   local function tools(t, t0)
@@ -300,7 +312,13 @@ local function run_pid(o, res)
     end
     if c then
       if c:wait(ms) then return true end
-      return w ~= nil and command.wait_watch(w, 0)
+      return w and command.wait_watch(w, 0) or false
+    end
+    if o.system_wide then
+      -- nothing to watch: sleep on the deadline (a dummy ring's poll)
+      if not res.sleeper then res.sleeper = command.watch(0) end
+      command.wait_watch(res.sleeper, ms)
+      return false
     end
     if not w then return true end
     return command.wait_watch(w, ms)
@@ -319,7 +337,9 @@ local function run_pid(o, res)
     local how, code = c:finish()
     res.status = command.exit_code(how, code)
   end
-  command.unwatch(w)
+  command.unwatch(w or nil)
+  command.unwatch(res.sleeper)
+  res.sleeper = nil
   local data = readings(o, set, tools(t1, t0))
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
@@ -335,6 +355,7 @@ end
 local function label_of(o)
   if o.label then return o.label end
   if o.pid then return tostring(o.pid) end
+  if o.system_wide and not o.command then return "system wide" end
   if o.command then
     if type(o.command) == "table" then
       local words = {}
@@ -350,13 +371,14 @@ end
 -- stat(opts) -> result | nil, message, status. See doc/stat.md.
 function M.stat(opts)
   local o = check(opts)
-  local res = { target = o.pid and "pid" or (o.command and "command" or "function"), pid = o.pid,
+  local res = { target = o.system_wide and "system" or o.pid and "pid" or (o.command and "command" or "function"),
+                pid = o.pid,
                 label = label_of(o), runs = o["repeat"], intervals = {}, interval = o.interval }
   local runs, walls, last_set = {}, {}, nil
   local user, sys = 0, 0
   for r = 1, o["repeat"] do
     local one, msg, status, errno
-    if o.pid then one, msg, status, errno = run_pid(o, res)
+    if o.pid or o.system_wide then one, msg, status, errno = run_pid(o, res)
     elseif o.command then one, msg, status, errno = run_command(o, res)
     else one, msg, status, errno = run_function(o, res) end
     if not one then
@@ -381,7 +403,7 @@ function M.stat(opts)
   res.elapsed = wmean / 1e9
   res.elapsed_sd = n > 1 and math.sqrt(m2 / (n - 1) / n) / 1e9 or 0
   res.walltimes = walls
-  if n == 1 and o.pid == nil and o.interval == nil and user then
+  if n == 1 and o.pid == nil and not o.system_wide and o.interval == nil and user then
     res.user, res.sys = user / 1e9, sys / 1e9
   end
   res.counters = build(o, last_set, runs, wmean)

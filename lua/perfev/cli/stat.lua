@@ -21,7 +21,8 @@ local function positive(name)
 end
 
 function M.configure(cmd)
-  cmd:usage("Usage: perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID] [-o FILE] [--] [command [args ...]]")
+  cmd:usage("Usage: perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID | -a] [-o FILE] [--] "
+            .. "[command [args ...]]")
   cmd:option("-e --event", "Event selector, a list in perf's syntax (task-clock,page-faults, "
              .. "{cycles,instructions}:u); repeatable. Default: perf stat's default set.")
      :argname("<events>"):count("*")
@@ -34,10 +35,14 @@ function M.configure(cmd)
   )
   cmd:option("-I --interval-print", "Print the counts every <ms> milliseconds.")
      :argname("<ms>"):convert(positive("--interval-print"))
-  cmd:option("-p --pid", "Count an existing process (every thread, and the children it starts) "
-             .. "until it exits, Ctrl-C, or the command given after -- ends.")
-     :argname("<pid>"):convert(positive("--pid"))
   cmd:option("-o --output", "Write the counts to this file instead of stderr."):argname("<file>")
+  cmd:mutex(
+    cmd:option("-p --pid", "Count an existing process (every thread, and the children it starts) "
+               .. "until it exits, Ctrl-C, or the command given after -- ends.")
+       :argname("<pid>"):convert(positive("--pid")),
+    cmd:flag("-a --all-cpus", "Count on every CPU, system-wide (as root), while the command after -- runs, "
+             .. "or until Ctrl-C."):target("all_cpus")
+  )
   cmd:flag("-i --no-inherit", "Count the command (or the process) alone, not the processes it starts.")
      :target("no_inherit")
   cmd:argument("command", "The command to count (after --), or a Lua script NAME.lua run in this process.")
@@ -54,7 +59,7 @@ end
 
 function M.run(args)
   local words = args.command_args or {}
-  if #words == 0 and not args.pid then
+  if #words == 0 and not args.pid and not args.all_cpus then
     fail("give a command after --, a Lua script, or -p PID (see 'perfev stat --help')")
     return 129
   end
@@ -68,7 +73,7 @@ function M.run(args)
                 sep = args.field_separator }
   local opts = { events = #args.event > 0 and table.concat(args.event, ",") or nil,
                  ["repeat"] = args["repeat"], interval = args.interval_print, pid = args.pid,
-                 inherit = not args.no_inherit }
+                 inherit = not args.no_inherit, system_wide = args.all_cpus or nil }
   if opts.interval then
     opts.on_interval = function(iv, res)
       out:write(stat.interval(res, iv, fmt))
@@ -76,7 +81,7 @@ function M.run(args)
     end
   end
   local script_status
-  if #words > 0 and run.is_script(words) and not args.pid then
+  if #words > 0 and run.is_script(words) and not args.pid and not args.all_cpus then
     local args2 = {}
     for i = 2, #words do args2[#args2 + 1] = words[i] end
     local fn, msg = run.script_fn(words[1], args2)

@@ -70,6 +70,19 @@ function M.join(argv)
   return table.concat(out, " ")
 end
 
+-- online_cpus() -> the online CPUs (/sys/devices/system/cpu/online: "0-3,5")
+function M.online_cpus()
+  local s = read("/sys/devices/system/cpu/online")
+  if not s then return nil end
+  local cpus = {}
+  for item in s:gmatch("[^,%s]+") do
+    local lo, hi = item:match("^(%d+)%-(%d+)$")
+    if not lo then lo = item:match("^(%d+)$") hi = lo end
+    for c = tonumber(lo), tonumber(hi) do cpus[#cpus + 1] = c end
+  end
+  return cpus
+end
+
 -- own pid, read by this process (math.tointeger-free for LuaJIT)
 function M.own_pid()
   return tonumber(assert(read("/proc/self/stat")):match("^(%d+)"))

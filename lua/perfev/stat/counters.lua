@@ -21,8 +21,9 @@ local function copy(t)
   return c
 end
 
--- open(entries, tids, flags) -> set | nil, message, errno, entry.
--- tids: the tasks (0: this process); flags: inherit, enable_on_exec.
+-- open(entries, targets, flags) -> set | nil, message, errno, entry.
+-- targets: tasks (a tid; 0: this process) or { pid = -1, cpu = N } for
+-- a CPU (system-wide); flags: inherit, enable_on_exec.
 function M.open(entries, tids, flags)
   local self = setmetatable({ items = {} }, S)
   for i, e in ipairs(entries) do
@@ -34,7 +35,9 @@ function M.open(entries, tids, flags)
       spec.inherit = flags.inherit and true or false
       spec.enable_on_exec = flags.enable_on_exec and true or false
       for _, tid in ipairs(tids) do
-        local ev, msg, errno = perfev.open(spec, { pid = tid, cpu = -1, name = e.name })
+        local pid, cpu = tid, -1
+        if type(tid) == "table" then pid, cpu = tid.pid, tid.cpu end
+        local ev, msg, errno = perfev.open(spec, { pid = pid, cpu = cpu, name = e.name })
         if not ev then
           if UNSUPPORTED[errno] and #item.evs == 0 then
             item.supported, item.error = false, msg

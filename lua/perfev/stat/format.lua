@@ -156,6 +156,7 @@ end
 local function header(res)
   local what
   if res.target == "pid" then what = ("process id '%s'"):format(res.pid)
+  elseif res.target == "system" then what = "'system wide'"
   else what = ("'%s'"):format(res.label) end
   return ("\n Performance counter stats for %s%s:\n\n"):format(what,
     res.runs > 1 and (" (%d runs)"):format(res.runs) or "")
