@@ -87,7 +87,10 @@ local function check(opts)
     if r > 1 then fail(3, "option 'interval' cannot be used with 'repeat'") end
   end
   local ok, entries = pcall(events.parse, o.events)
-  if not ok then fail(3, "option 'events': %s", (tostring(entries):gsub("^perfev[%.%w]*: ", ""))) end
+  if not ok then
+    local msg = tostring(entries):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev[%.%w]*: ", "")
+    fail(3, "option 'events': %s", msg)
+  end
   o.entries = entries
   return o
 end
