@@ -111,6 +111,18 @@ for _, s in ipairs { "r0", "r1a8", "rabc", "r1A8", "rffffffffffffffff", "r1a8:u"
 end
 for _, s in ipairs { "R1a8", "r", "rg", "r12345678901234567", "r1a8:q" } do R(s) end
 
+-- numeric TYPE:CONFIG events (issue 10 #1), alone, with terms, modifiers,
+-- in lists and in named groups
+for _, s in ipairs { "1:1", "1:1:hp", "1:3:u", "0x1:0x3", "01:1", "1: 1", "1 :1", "1:1 :u", "1:1:", "1:1//",
+                     "1:1/name=x/", "1:1/name=x/u", "1:1/name=x/:u", "1:1/period=100000/", "1:1/config=3/",
+                     "4:0x6530160/name=numpmu/", "2:0x174", "3:0x10000", "1:1,cs", "cs,1:1:k",
+                     "{1:1,cs}:u", "{1:1:k,1:3}", "group1{cpu-clock,1:3},group2{1:1,1:3}:G" } do
+  A(s)
+end
+for _, s in ipairs { "1:r1", "1:1:1", "1:-1", "1:", "1:1/umask=1/", "1:0x10000000000000000", "1:1/u" } do
+  R(s)
+end
+
 -- breakpoints
 for _, s in ipairs { "mem:0x1000", "mem:0x1000:r", "mem:0x1000:w", "mem:0x1000:x", "mem:0x1000:rw",
                      "mem:0x1000:wr", "mem:0x1000:rwx", "mem:0x1000:rx", "mem:0x1000/8", "mem:0x1000/2:w",

@@ -79,6 +79,13 @@ M.TERMS = T.TERMS
 ---------------------------------------------------------------------------
 -- events
 
+-- numeric_value(word) -> the number a decimal or 0x-hex word spells | nil
+local function numeric_value(word)
+  local hex = word:match("^0x(%x+)$")
+  if hex then return #hex:gsub("^0+", "") <= 16 and (math.tointeger(tonumber(hex, 16)) or tonumber("0x" .. hex)) end
+  if word:match("^%d+$") then return math.tointeger(tonumber(word)) end
+end
+
 -- named(ev, name) -> ev, named name unless a name= term already named it
 local function named(ev, name)
   if ev.name == nil then ev.name = name end
@@ -202,7 +209,7 @@ function P:tracepoint(sys, start, in_group)
   for _, tp in ipairs(found) do
     local ev = new_event(TYPE.TRACEPOINT, tp.id)
     ev.name = tp.sys .. ":" .. tp.name
-    ev._auto_name = true
+    ev._auto_name, ev._colon = true, true
     for _, t in ipairs(terms or {}) do
       local known = T.TERMS[t.key]
       if not (known and known.tracepoint) then
@@ -219,6 +226,38 @@ function P:tracepoint(sys, start, in_group)
     callchain(ev, start)
     list[#list + 1] = ev
   end
+  return (self:with_modifiers(list, in_group, not terms or self.s:match("^%s*:", self.i) ~= nil))
+end
+
+-- TYPE:CONFIG[/terms/][[:]modifiers]: a numeric event, both numbers
+-- decimal or 0x hex (perf's PE_VALUE ':' PE_VALUE); the terms are the
+-- built-in ones. Named as typed, as perf names it.
+local TYPE_MAX = 0xffffffff
+
+function P:numeric_event(word, start, in_group)
+  local t = numeric_value(word)
+  if t > TYPE_MAX then fail(start, ("the event type %s does not fit in 32 bits"):format(word)) end
+  self.i = self.i + 1                       -- ':'
+  self:ws()
+  local config = self:number(("a config number after '%s:' (TYPE:CONFIG)"):format(word))
+  local ev = new_event(t, config)
+  self:ws()
+  local terms
+  if self:peek() == "/" then
+    self.i = self.i + 1
+    terms = self:terms()
+    self:expect("/", "'/' closing the terms")
+    for _, term in ipairs(terms) do
+      if not builtin(ev, term) then
+        fail(term.pos, ("unknown term '%s' for the event %s (valid terms: %s)")
+             :format(term.key, self.s:sub(start, self.i - 1), valid_terms(nil)))
+      end
+    end
+    callchain(ev, start)
+  end
+  named(ev, (self.s:sub(start, self.i - 1):gsub("%s+$", "")))
+  ev._auto_name, ev._colon = not ev._named, true
+  local list = self:hybrid({ ev })
   return (self:with_modifiers(list, in_group, not terms or self.s:match("^%s*:", self.i) ~= nil))
 end
 
@@ -312,6 +351,7 @@ function P:event(in_group)
   if c == "/" then return self:pmu_event(word, start, in_group) end
   local base, how = self:known(word, start)
   if not base and how then fail(start, how) end
+  if not base and c == ":" and numeric_value(word) then return self:numeric_event(word, start, in_group) end
   if not base and c == ":" then return self:tracepoint(word, start, in_group) end
   if not base then
     local known = {}
@@ -375,7 +415,10 @@ function P:group(name, gnum)
       if ev._wrap then
         ev.name = ev._wrap .. "/" .. ev._base .. ":" .. (ev._mods or "") .. mods .. "/"
       else
-        ev.name = ev.name .. (ev.name:find(":", 1, true) and not ev.pmu and "" or ":") .. mods
+        -- a name holding modifiers already takes the group's after them
+        -- (tracepoint and TYPE:CONFIG names hold a ':' of their own)
+        local has_mods = ev._mods or (not ev._colon and ev.name:find(":", 1, true))
+        ev.name = ev.name .. ((ev.pmu or not has_mods) and ":" or "") .. mods
       end
     end
     ev.group, ev.group_name = gnum, name
