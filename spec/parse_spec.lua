@@ -326,7 +326,9 @@ describe("perfev.parse: record-time terms", function()
   it("a tracepoint takes the record-time terms perf allows it", function()
     local TF = { tracefs = "spec/fixtures/tracefs" }
     local t = parse.parse("sched:sched_switch/call-graph=fp,no-inherit/u", TF)
-    assert.same({ 316, S.CALLCHAIN, false, true }, { t.config, t.sample_type, t.inherit, t.exclude_kernel })
+    -- perf's PERF_TP_SAMPLE_TYPE (RAW|TIME|CPU|PERIOD) and period 1, and the term's CALLCHAIN
+    assert.same({ 316, S.CALLCHAIN + S.RAW + S.TIME + S.CPU + S.PERIOD, 1, false, true },
+                { t.config, t.sample_type, t.sample_period, t.inherit, t.exclude_kernel })
     assert.is_true(parse.parse("sched:sched_switch/max-stack=2/:k", TF).exclude_user)
     fails("unknown term 'period' for the tracepoint sched:sched_switch (valid terms: aux-output,",
           "sched:sched_switch/period=5/", TF)

@@ -20,6 +20,16 @@ function M.clear(mask, bit)
   return mask
 end
 
+-- union(a, b) -> a with every bit of b set
+function M.union(a, b)
+  local bit = 1
+  while bit <= b do
+    if M.has(b, bit) then a = M.set(a, bit) end
+    bit = bit * 2
+  end
+  return a
+end
+
 -- any(mask, ...) -> whether any of the bits is set
 function M.any(mask, ...)
   for i = 1, select("#", ...) do

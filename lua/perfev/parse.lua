@@ -68,6 +68,8 @@ local new_event, apply, numeric, HYBRID = B.new_event, B.apply, B.numeric, B.HYB
 local builtin, callchain, pmu_terms, valid_terms = T.builtin, T.callchain, T.pmu_terms, T.valid_terms
 local probe_terms, probe_vocabulary = T.probe_terms, T.probe_vocabulary
 local BITS = V.BITS
+local bits = require "perfev.bits"
+local SAMPLE = core.SAMPLE
 
 local M = {}
 
@@ -188,7 +190,12 @@ local function sdt_hint(sys, name, err)
 end
 
 -- subsys:name[/terms/][[:]modifiers]: the terms are the record-time ones
--- perf takes on a tracepoint.
+-- perf takes on a tracepoint. As perf builds a tracepoint (PERF_TP_SAMPLE_TYPE),
+-- it samples every hit (sample_period 1 unless a period=/freq= term says
+-- otherwise) with RAW|TIME|CPU|PERIOD: what perf record opens. perf stat
+-- zeroes both as it never samples; they leave a count unchanged, so perfev
+-- keeps them for an event that may be mapped later.
+local TP_SAMPLE_TYPE = { SAMPLE.RAW, SAMPLE.TIME, SAMPLE.CPU, SAMPLE.PERIOD }
 function P:tracepoint(sys, start, in_group)
   self.i = self.i + 1                       -- ':'
   self:ws()
@@ -223,6 +230,8 @@ function P:tracepoint(sys, start, in_group)
       end
       builtin(ev, t)
     end
+    for _, b in ipairs(TP_SAMPLE_TYPE) do ev.sample_type = bits.set(ev.sample_type or 0, b) end
+    if ev.sample_period == nil and ev.sample_freq == nil then ev.sample_period = 1 end
     callchain(ev, start)
     list[#list + 1] = ev
   end

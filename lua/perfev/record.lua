@@ -60,7 +60,9 @@ local function sampler_opts(opts)
                comm = true, comm_exec = true, task = true, mmap2 = true,
                mmap_data = opts.mmap_data }
   if not opts.events then so.event = opts.event or "cpu-clock" end
-  if not opts.period then so.freq = opts.freq or DEFAULT_FREQ end
+  -- perf record's -F default leaves an event whose spec has a period (a
+  -- tracepoint: 1) as it is
+  so.freq, so.default_freq = opts.freq, DEFAULT_FREQ
   local st = { "ip", "tid", "time", "period" }
   if opts.sample_type then
     local extra = opts.sample_type

@@ -27,7 +27,7 @@ local POLL_MAX_MS = 2147483647  -- poll(2)'s int timeout, as ring:poll
 -- mistake (a misspelt side-band name would otherwise be silently ignored).
 local OPTIONS = {
   event = "spec", events = "table", pid = "integer", command = "string", cpus = "table",
-  period = "integer", freq = "integer", sample_type = "mask", inherit = "boolean",
+  period = "integer", freq = "integer", default_freq = "integer", sample_type = "mask", inherit = "boolean",
   pages = "integer", attr = "table", sample_id_all = "boolean", task = "boolean",
 }
 -- Side-band records: asked of the first event only, or every event of a
@@ -81,7 +81,7 @@ local function check_options(opts)
     fail("option 'inherit' cannot be false with 'command': the command inherits the events")
   end
   if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
-  for _, k in ipairs { "period", "freq" } do
+  for _, k in ipairs { "period", "freq", "default_freq" } do
     if opts[k] and opts[k] <= 0 then fail("option '%s' must be > 0, got %.0f", k, opts[k]) end
   end
   if opts.pid and opts.pid < -1 then fail("option 'pid' must be >= -1, got %.0f", opts.pid) end
@@ -116,11 +116,12 @@ local function build_attr(s, i, nspecs, opts, mode)
     a.freq, a.sample_freq = true, opts.freq
   elseif opts.period then
     a.freq, a.sample_period = false, opts.period
-  elseif a.sample_period == 0 then
-    a.freq, a.sample_freq = true, DEFAULT_FREQ
+  elseif a.sample_period == 0 then       -- a tracepoint's spec samples every hit (period 1)
+    a.freq, a.sample_freq = true, opts.default_freq or DEFAULT_FREQ
   end
-  local st = opts.sample_type and mask_of(opts.sample_type)
-             or (a.sample_type ~= 0 and a.sample_type) or mask_of(DEFAULT_SAMPLE_TYPE)
+  -- the spec's own bits (a tracepoint's RAW|TIME|CPU|PERIOD, a term's
+  -- CALLCHAIN) are added to the sampler's, as perf record does
+  local st = bits.union(mask_of(opts.sample_type or DEFAULT_SAMPLE_TYPE), a.sample_type)
   -- following a command filters by pid and orders by time; several
   -- events of one ring are told apart by their id
   if mode == "command" then st = bits.set(bits.set(st, SAMPLE.TID), SAMPLE.TIME) end

@@ -1,4 +1,7 @@
--- Tracepoint ids from tracefs: <tracefs>/events/<subsystem>/<event>/id.
+-- Tracepoint ids from tracefs: <tracefs>/events/<subsystem>/<event>/id, or
+-- the "ID: N" line of the event's format file when it has no id file (the
+-- ftrace subsystem's events: ftrace:bprint, ftrace:function ...), as perf
+-- reads them.
 -- tracefs is looked for at /sys/kernel/tracing, then /sys/kernel/debug/tracing
 -- (or at the root given); errors name the missing mount or the permission.
 local core = require "perfev.core"
@@ -33,6 +36,14 @@ function M.id(sys, name, root)
   if not r then return nil, msg end
   local path = ("%s/events/%s/%s/id"):format(r, sys, name)
   local s, _, errno = fs.read(path)
+  if not s and errno ~= core.ERRNO.EACCES and errno ~= core.ERRNO.EPERM then
+    local format
+    format, _, errno = fs.read(("%s/events/%s/%s/format"):format(r, sys, name))
+    s = format and format:match("\nID:%s*(%d+)") or format and format:match("^ID:%s*(%d+)")
+    if format and not s then
+      return nil, ("tracepoint '%s:%s' has no id file and its format file has no 'ID:' line"):format(sys, name)
+    end
+  end
   if not s then
     if errno == core.ERRNO.EACCES or errno == core.ERRNO.EPERM then
       return nil, ("cannot read %s: permission denied (tracepoints need read access to tracefs)"):format(path)
@@ -60,7 +71,9 @@ function M.events(sys, root)
   local list = {}
   local base = r .. "/events/" .. sys
   for _, d in ipairs(fs.dir(base) or {}) do
-    if fs.exists(base .. "/" .. d .. "/id") then list[#list + 1] = d end
+    if fs.exists(base .. "/" .. d .. "/id") or fs.exists(base .. "/" .. d .. "/format") then
+      list[#list + 1] = d
+    end
   end
   return list
 end
