@@ -127,6 +127,7 @@ build = {
       ["perfev.symbols.kallsyms"] = "lua/perfev/symbols/kallsyms.lua",
       ["perfev.tool"] = "lua/perfev/tool.lua",
       ["perfev.tracepoint"] = "lua/perfev/tracepoint.lua",
+      ["perfev.warn"] = "lua/perfev/warn.lua",
    },
    install = {
       bin = { perfev = "bin/perfev" },

@@ -61,7 +61,7 @@ end
 
 local function capture(dir)
   local path = dir .. "/perf.data"
-  local cmd = ("perf record -q -e cpu-clock -c 20000 -P -g -o %s -- %s >/dev/null 2>&1")
+  local cmd = ("perf record -q -e cpu-clock -c 100000 -P -g -o %s -- %s >/dev/null 2>&1")
               :format(path, workload(dir))
   if not sh(cmd) then return nil, "perf record failed: " .. cmd end
   return path
@@ -121,7 +121,7 @@ local function main()
   local data, attr, st, source
   if path then
     data, attr, st = read_perf_data(path)
-    source = path == dir .. "/perf.data" and "perf record -e cpu-clock -c 20000 -P -g" or path
+    source = path == dir .. "/perf.data" and "perf record -e cpu-clock -c 100000 -P -g" or path
   else
     print("(" .. why .. ": decoding synthetic samples instead; perf script is skipped)")
     data, attr, st = synthetic(120000)

@@ -1,5 +1,5 @@
 -- bench/perfdata.lua: reading a perf.data file of 100k+ samples (written
--- here by `perf record -e cpu-clock -c 10000 -g`) with perfev against
+-- here by `perf record -e cpu-clock -c 100000 -g`) with perfev against
 -- `perf script -F ip,tid,time` on the same file, whole process against
 -- whole process (interpreter and perf start-up included), printed as
 -- ratios. perfev's runs touch ip, tid and time of every sample; one run
@@ -34,7 +34,7 @@ local samples, secs = 0, 1.5
 while samples < 100000 and secs < 20 do
   local busy = ("local t = os.clock() local x = 0 while os.clock() - t < %g do " ..
                 "for i = 1, 1000 do x = x + i end end"):format(secs)
-  local out, ok = sh(("perf record -q -m 1024 -e cpu-clock -c 10000 -g -o %s -- %s -e %s 2>&1")
+  local out, ok = sh(("perf record -q -m 1024 -e cpu-clock -c 100000 -g -o %s -- %s -e %s 2>&1")
                      :format(q(file), LUA, q(busy)))
   assert(ok, "perf record failed: " .. out)
   samples = count_samples(file)

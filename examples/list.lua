@@ -5,7 +5,7 @@
 --   lua5.4 examples/list.lua sw              -- a kind: hw, sw, cache, pmu, tracepoint
 --   lua5.4 examples/list.lua 'sched:*wak*'   -- a glob, or a substring
 --   lua5.4 examples/list.lua -e '{cs,faults}:u'   -- parse an event string
---   lua5.4 examples/list.lua -e 'cpu-clock/period=10000,call-graph=dwarf/u'
+--   lua5.4 examples/list.lua -e 'cpu-clock/period=100000,call-graph=dwarf/u'
 --   lua5.4 examples/list.lua -e 'uprobe/path=/usr/bin/ls,func=main/'   -- a uprobe
 --   lua5.4 examples/list.lua -e 'duration_time,user_time'             -- tool events
 --

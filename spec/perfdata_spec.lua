@@ -79,7 +79,7 @@ describe("perfev.perfdata against perf record", function()
   end)
 
   it("reads task-clock without callchains", function()
-    local path = assert(record("tc.data", "-e task-clock -c 50000 -- " .. P.busy(20000)))
+    local path = assert(record("tc.data", "-e task-clock -c 100000 -- " .. P.busy(20000)))
     local f = assert(pd.open(path))
     assert.is_true(same_as_perf(f, P.dump(path)) > 10)
     for rec in f:records { types = { "sample" } } do assert.is_nil(rec.callchain) end
@@ -106,7 +106,7 @@ describe("perfev.perfdata against perf record", function()
   end)
 
   it("tells several events apart by id, named as perf script names them", function()
-    local path = assert(record("multi.data", "-e cpu-clock -e task-clock -e page-faults -c 20000 -- " ..
+    local path = assert(record("multi.data", "-e cpu-clock -e task-clock -e page-faults -c 100000 -- " ..
                                              P.busy(20000)))
     local f = assert(pd.open(path))
     assert.same({ "cpu-clock", "task-clock", "page-faults" },
@@ -143,7 +143,7 @@ describe("perfev.perfdata against perf record", function()
   end)
 
   it("inflates perf record -z (zstd) files", function()
-    local path = record("z.data", "-z -e cpu-clock -c 50000 -g -- " .. P.busy(20000))
+    local path = record("z.data", "-z -e cpu-clock -c 100000 -g -- " .. P.busy(20000))
     if not path then
       pending("perf record -z failed: this perf was built without zstd")
       return
@@ -206,7 +206,7 @@ describe("perfev.perfdata against perf record", function()
   end)
 
   it("restarts the file with each records() call", function()
-    local path = assert(record("tc.data", "-e task-clock -c 50000 -- " .. P.busy(20000)))
+    local path = assert(record("tc.data", "-e task-clock -c 100000 -- " .. P.busy(20000)))
     local f = assert(pd.open(path))
     local it1 = f:records()
     local first = it1()

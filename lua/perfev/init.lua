@@ -69,6 +69,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   profile = { "perfev.profile", "profile" },
   report = { "perfev.report" },
   stat = { "perfev.stat" },
+  on_warning = { "perfev.warn", "on_warning" },
 }
 setmetatable(M, { __index = function(t, k)
   local where = LAZY[k]

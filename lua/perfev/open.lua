@@ -17,6 +17,12 @@
 --                  attr given as is): user space only, as perf does at
 --                  perf_event_paranoid 2
 --   precise_ip     modifier P: precise_ip 3, 2, 1, 0 until one opens
+-- Before the first attempt, perf record's rate check (M.check_rate): a
+-- frequency above the kernel's perf_event_max_sample_rate (which the
+-- kernel refuses, EINVAL) is lowered to it ("max_sample_rate" in
+-- fallback), and a cpu-clock/task-clock period shorter than 1e9/max_rate
+-- ns opens as asked; both say so through perfev's warning channel
+-- (perfev.on_warning, lua/perfev/warn.lua).
 -- Each fallback taken is recorded on the event, ev:data().fallback (the
 -- names, comma-separated), and stays in the attr: a caller opening the
 -- same attr again (the sampler, CPU after CPU) starts from it.
@@ -25,6 +31,8 @@ local spec = require "perfev.spec"
 local tool = require "perfev.tool"
 local options = require "perfev.options"
 local bits = require "perfev.bits"
+local fs = require "perfev.fs"
+local warn = require "perfev.warn"
 
 local M = {}
 
@@ -52,6 +60,33 @@ local function note(how, name)
   how.taken[#how.taken + 1] = name
 end
 
+M.MAX_RATE_FILE = "/proc/sys/kernel/perf_event_max_sample_rate"
+local CLOCKS = { [core.SW.CPU_CLOCK] = "cpu-clock", [core.SW.TASK_CLOCK] = "task-clock" }
+
+-- check_rate(a, how): perf record's warnings for a rate above the
+-- kernel's limit, once per `how` (the sampler opens one attr per CPU).
+function M.check_rate(a, how)
+  if how.rate_checked then return end
+  how.rate_checked = true
+  local freq = a.freq ~= 0
+  local clock = not freq and a.type == core.TYPE.SOFTWARE and CLOCKS[a.config]
+  if not (freq or clock) or a.sample_period == 0 then return end
+  local max = tonumber((fs.read(M.MAX_RATE_FILE) or ""):match("%d+"))
+  if not max or max == 0 then return end
+  local what = how.name and ("event '" .. how.name .. "': ") or ""
+  if freq and a.sample_freq > max then
+    warn.emit(("%smaximum frequency rate (%.0f Hz) exceeded, throttling from %.0f Hz to %.0f Hz. The limit can "
+               .. "be raised via %s; the kernel lowers it when perf's interrupts take too long")
+              :format(what, max, a.sample_freq, max, M.MAX_RATE_FILE))
+    a.sample_freq = max
+    note(how, "max_sample_rate")
+  elseif clock and a.sample_period < 1e9 / max then
+    warn.emit(("%sa %s period of %.0f ns is a rate above the maximum (%.0f Hz, %s): the kernel throttles it and "
+               .. "the sampled code runs many times slower; use a period of %.0f ns or more")
+              :format(what, clock, a.sample_period, max, M.MAX_RATE_FILE, math.ceil(1e9 / max)))
+  end
+end
+
 -- event(a, how) -> event | nil, message, errno. a: the attr (changed by
 -- the fallbacks taken); how: pid (0), cpu (-1), group (the leader event),
 -- flags, name (set on the event), user_fallback (the exclude_kernel
@@ -61,6 +96,7 @@ function M.event(a, how)
   local pid, cpu = how.pid or 0, how.cpu or -1
   local first_msg, first_errno, stepped
   local tried = {}
+  M.check_rate(a, how)
   while true do
     local ev, msg, errno = options.call(core.open, a, pid, cpu, how.group, how.flags)
     if ev then
