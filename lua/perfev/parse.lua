@@ -82,10 +82,11 @@ M.TERMS = T.TERMS
 -- events
 
 -- numeric_value(word) -> the number a decimal or 0x-hex word spells | nil
+local toint = math.tointeger or function(x) return x end   -- LuaJIT: numbers are doubles
 local function numeric_value(word)
   local hex = word:match("^0x(%x+)$")
-  if hex then return #hex:gsub("^0+", "") <= 16 and (math.tointeger(tonumber(hex, 16)) or tonumber("0x" .. hex)) end
-  if word:match("^%d+$") then return math.tointeger(tonumber(word)) end
+  if hex then return #hex:gsub("^0+", "") <= 16 and (toint(tonumber(hex, 16)) or tonumber("0x" .. hex)) end
+  if word:match("^%d+$") then return toint(tonumber(word)) or tonumber(word) end
 end
 
 -- named(ev, name) -> ev, named name unless a name= term already named it
