@@ -157,7 +157,7 @@ describe("perfev ring", function()
       assert.is_true(total > 100, total .. " lost")
       for _, s in ipairs(of_type(recs, "sample")) do
         assert.equal(PID, s.pid)
-        assert.equal(10000, s.period)
+        assert.equal(100000, s.period)
       end
       ring:close(); ev:close()
     end)
