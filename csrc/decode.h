@@ -20,7 +20,7 @@ struct perfev_layout {
   uint64_t sample_type, read_format, branch_sample_type;
   uint64_t regs_user, regs_intr;
   uint32_t trailer_size;       /* bytes of sample_id on non-sample records */
-  int sample_id_all;
+  int sample_id_all, inherit;
   uint64_t period;             /* the attr's sample_period (or sample_freq, its union) */
 };
 

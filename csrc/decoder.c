@@ -23,6 +23,7 @@ void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, ui
   l->regs_intr = pa.sample_regs_intr;
   l->sample_id_all = pa.sample_id_all;
   l->period = pa.sample_period;
+  l->inherit = pa.inherit;
   l->trailer_size = 8u * (uint32_t)__builtin_popcountll(l->sample_type & PERFEV_TRAILER_BITS);
 }
 
@@ -37,14 +38,15 @@ struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
   return d;
 }
 
+#define ID_BEFORE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR)
+
 /* Where a sample's id is, in u64 words after the header; -1: nowhere. */
 static int id_pos(const struct perfev_layout *l)
 {
-  const uint64_t before = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
   if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
     return 0;
   if (l->sample_type & PERF_SAMPLE_ID)
-    return __builtin_popcountll(l->sample_type & before);
+    return __builtin_popcountll(l->sample_type & ID_BEFORE);
   return -1;
 }
 
@@ -60,17 +62,52 @@ static int is_pos(const struct perfev_layout *l)
   return -1;
 }
 
+/* The same for the stream_id, which the kernel sets to the event's own id:
+ * after ID in a sample, before CPU and IDENTIFIER in the trailer. */
+static int sid_pos(const struct perfev_layout *l)
+{
+  if (!(l->sample_type & PERF_SAMPLE_STREAM_ID))
+    return -1;
+  return __builtin_popcountll(l->sample_type & (ID_BEFORE | PERF_SAMPLE_ID));
+}
+
+static int sis_pos(const struct perfev_layout *l)
+{
+  if (!l->sample_id_all || !(l->sample_type & PERF_SAMPLE_STREAM_ID))
+    return -1;
+  return __builtin_popcountll(l->sample_type & (PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER));
+}
+
+/* Whether the events can be told apart by stream_id instead (go-perf's
+ * shared rings): every one has STREAM_ID and no ID, and none inherits
+ * (an inherited child's stream_id is its own id, unknown here). */
+static int by_stream_id(const struct perfev_decoder *d)
+{
+  for (size_t i = 0; i < d->n; i++) {
+    const struct perfev_layout *l = &d->layouts[i];
+    if (id_pos(l) >= 0 || sid_pos(l) < 0 || l->inherit)
+      return 0;
+  }
+  return 1;
+}
+
 static void finish(lua_State *L, struct perfev_decoder *d, const char *who)
 {
-  d->id_pos = id_pos(&d->layouts[0]);
-  d->is_pos = is_pos(&d->layouts[0]);
+  int (*idp)(const struct perfev_layout *) = id_pos, (*isp)(const struct perfev_layout *) = is_pos;
+  if (d->n >= 2 && by_stream_id(d)) {
+    idp = sid_pos;
+    isp = sis_pos;
+  }
+  d->id_pos = idp(&d->layouts[0]);
+  d->is_pos = isp(&d->layouts[0]);
   if (d->n < 2)
     return;
   if (d->id_pos < 0)
     luaL_error(L, "%s: a stream of several events needs PERF_SAMPLE_IDENTIFIER "
-                  "(or PERF_SAMPLE_ID) in every sample_type to tell its records apart", who);
+                  "(or PERF_SAMPLE_ID, or PERF_SAMPLE_STREAM_ID without inherit) in every "
+                  "sample_type to tell its records apart", who);
   for (size_t i = 1; i < d->n; i++)
-    if (id_pos(&d->layouts[i]) != d->id_pos || is_pos(&d->layouts[i]) != d->is_pos)
+    if (idp(&d->layouts[i]) != d->id_pos || isp(&d->layouts[i]) != d->is_pos)
       luaL_error(L, "%s: the events of one stream must put the id at the same "
                     "place: use PERF_SAMPLE_IDENTIFIER in every sample_type (and the same "
                     "sample_id_all)", who);

@@ -176,6 +176,36 @@ describe("perfev ring", function()
       ring:close(); ev1:close(); ev2:close()
     end)
 
+    it("routes by stream_id when sample_type has STREAM_ID and no ID (as go-perf's rings)", function()
+      local SST = { "ip", "tid", "time", "stream_id", "period" }
+      local ev1 = sampler { sample_type = SST, sample_period = 200000 }
+      local ev2 = sampler { config = "task-clock", sample_type = SST, sample_period = 300000 }
+      local ring = assert(ev1:mmap(16))
+      assert.is_true(ring:add(ev2))
+      ev1:enable(); ev2:enable(); u.burn(100); ev1:disable(); ev2:disable()
+      local n = {}
+      for _, s in ipairs(of_type(collect(ring), "sample")) do
+        assert.is_true(s.event == ev1 or s.event == ev2)
+        assert.equal(s.event:id(), s.stream_id)      -- the kernel's event->id
+        assert.is_nil(s.id)
+        assert.equal(s.event == ev1 and 200000 or 300000, s.period)
+        n[s.event] = (n[s.event] or 0) + 1
+      end
+      assert.is_true((n[ev1] or 0) > 5 and (n[ev2] or 0) > 5)
+      ring:close(); ev1:close(); ev2:close()
+    end)
+
+    it("ring:add refuses routing by stream_id for inherited events (a child's stream_id is its own)", function()
+      local SST = { "ip", "tid", "stream_id" }
+      local ev1 = sampler { sample_type = SST }
+      local ev2 = sampler { sample_type = SST, inherit = true }
+      local ring = assert(ev1:mmap(1))
+      local ok, err = pcall(ring.add, ring, ev2)
+      assert.is_false(ok)
+      assert.matches("STREAM_ID without inherit", err)
+      ring:close(); ev1:close(); ev2:close()
+    end)
+
     it("ring:add refuses an event whose records could not be told apart", function()
       local ev1 = sampler { sample_type = ST }
       local ev2 = sampler { sample_type = { "ip", "tid" } }
