@@ -423,10 +423,15 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
     case U_U32: set_int(L, f->name, get32(&c, f->name)); break;
     case U_U64: set_int(L, f->name, get64(&c, f->name)); break;
     case U_PAD32: take(&c, 4, NULL); break;
-    case U_CSTR:
-      push_cstr(L, take(&c, f->n, f->name), f->n);
+    case U_CSTR: {
+      /* perf 3.x cut event_type's name to its padded length (24-byte
+       * records for "cycles"); perf reads them: so does perfev, when the
+       * name's NUL is inside the record */
+      size_t n = left(&c) < f->n && memchr(c.in.p, 0, left(&c)) ? left(&c) : f->n;
+      push_cstr(L, take(&c, n, f->name), n);
       lua_setfield(L, -2, f->name);
       break;
+    }
     case U_BYTES:
       lua_pushlstring(L, (const char *)c.in.p, left(&c));
       lua_setfield(L, -2, f->name);

@@ -5,6 +5,7 @@
 local core = require "perfev.core"
 local pd = require "perfev.perfdata"
 local B = require "spec.support.perfdata_build"
+local shell = require "spec.support.shell"
 
 local pack = string.pack
 local S, R = core.SAMPLE, core.RECORD
@@ -296,6 +297,41 @@ describe("perfev.perfdata on files built by hand", function()
       assert.equal(#payload, recs[2].data_size)
       assert.equal(0x401000, recs[3].ip)
       f:close()
+    end)
+
+    it("reads perf 3.x's pipe streams, whose event_type records are cut to the name's length", function()
+      -- perf 3.4 wrote event_type as 8 + 8 + the NUL-terminated name padded
+      -- to 8 (24 bytes for "cycles"), and a 72-byte attr (PERF_ATTR_SIZE_VER1)
+      local st = S.IP | S.TID | S.TIME | S.PERIOD
+      local attr = B.attr("<", { type = 0, config = 0, sample_period = 100000, sample_type = st, flags = 1 })
+      attr = attr:sub(1, 4) .. pack("<I4", 72) .. attr:sub(9, 72)
+      local recs = { B.record("<", U.header_attr, 0, attr .. pack("<i8", 7)),
+                     pack("<I4I2I2i8", U.event_type, 0, 24, 7) .. "cycles\0\0" }
+      for i = 1, 40 do
+        recs[#recs + 1] = B.record("<", R.SAMPLE, 2, pack("<i8I4I4i8i8", 0x401000 + i, 42, 43, 1000 * i, 100000))
+      end
+      B.write(tmp, B.pipe("<", table.concat(recs)))
+      local f = assert(pd.open(tmp))
+      local got = all(f)
+      f:close()
+      assert.same({ "header_attr", "event_type" }, { got[1].type, got[2].type })
+      assert.same({ 24, 7, "cycles" }, { got[2].size, got[2].event_id, got[2].name })
+      assert.equal(42, #got)
+      assert.same({ 0x401028, 42, 43, 40000, 100000 }, { got[42].ip, got[42].pid, got[42].tid, got[42].time, got[42].period })
+      -- perf 6.1 reads the same file: as many samples
+      local out, ok = shell.sh("perf script -i " .. tmp .. " -F tid,ip 2>/dev/null | wc -l")
+      if ok then assert.equal("40", shell.trim(out)) end
+      -- a name cut without its NUL is still an error naming the field
+      recs[2] = pack("<I4I2I2i8", U.event_type, 0, 24, 7) .. "cyclesxx"
+      B.write(tmp, B.pipe("<", table.concat(recs)))
+      local g, err = pd.open(tmp)
+      if g then
+        local okr, e2 = pcall(all, g)
+        g:close()
+        assert.is_false(okr)
+        err = e2
+      end
+      assert.matches("event_type record at offset 104: name needs 64 bytes", err)
     end)
 
     it("gives an unknown type its number and bytes", function()
