@@ -40,6 +40,21 @@ static void set_slot(lua_State *L, int idx, int slot)
   lua_pop(L, 1);
 }
 
+/* Adds the stream's warning (pd_next_raw's, at its end) to the caller's
+ * warnings list (uservalue WARN: f:header().warnings), once. */
+static void add_warning(lua_State *L, int idx, struct pd_reader *r)
+{
+  if (!r->warning[0] || r->warned)
+    return;
+  r->warned = 1;
+  get_slot(L, idx, PD_UV_WARN);
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, r->warning);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  }
+  lua_pop(L, 1);
+}
+
 static void release(struct pd_reader *r)
 {
   free(r->buf);
@@ -377,6 +392,7 @@ static int iter_next(lua_State *L)
           queue_oom(L, r);
         continue;
       }
+      add_warning(L, IT_UPV_READER, r);
       it->done = 1;
       return 0;
     }
@@ -486,6 +502,7 @@ static int l_preread(lua_State *L)
     const unsigned char *rec = pd_next_raw(L, r, &len, &foff, &inflated);
     uint32_t type;
     if (!rec) {
+      add_warning(L, 1, r);
       r->start = r->off;
       break;
     }
@@ -539,13 +556,15 @@ static int l_close(lua_State *L)
 }
 
 /* core.perfdata_reader(file, { name =, start =, size =, swap =, pipe =,
- * seekable =, bufsize =, max_queue = }): size nil reads to the end. */
+ * seekable =, bufsize =, max_queue =, warnings = }): size nil reads to the
+ * end; warnings: a list the reader adds its warnings to. */
 static int l_reader(lua_State *L)
 {
   static const struct perfev_opt opts[] = {
     { "name", LUA_TSTRING }, { "start", LUA_TNUMBER }, { "size", LUA_TNUMBER },
     { "swap", LUA_TBOOLEAN }, { "pipe", LUA_TBOOLEAN }, { "seekable", LUA_TBOOLEAN },
-    { "bufsize", LUA_TNUMBER }, { "max_queue", LUA_TNUMBER }, { NULL, 0 }
+    { "bufsize", LUA_TNUMBER }, { "max_queue", LUA_TNUMBER }, { "warnings", LUA_TTABLE },
+    { NULL, 0 }
   };
   luaL_Stream *s = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
   struct pd_reader *r;
@@ -562,9 +581,13 @@ static int l_reader(lua_State *L)
   memset(r, 0, sizeof *r);
   r->closed = 1;   /* until the buffer is there: __gc frees nothing */
   luaL_setmetatable(L, PD_READER_MT);
-  lua_createtable(L, 5, 0);
+  lua_createtable(L, 6, 0);
   lua_pushvalue(L, 1);
   lua_rawseti(L, -2, PD_UV_FILE);
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "warnings");
+    lua_rawseti(L, -2, PD_UV_WARN);
+  }
   lua_newtable(L);
   lua_rawseti(L, -2, PD_UV_ATTRS);
   lua_newtable(L);

@@ -110,12 +110,16 @@ struct pd_reader {
   /* ordering and filtering */
   struct pd_queue q;
   unsigned generation;
+  /* a pipe stream's unexpected end, for the caller's warnings list (uservalue
+   * slot WARN), added once */
+  char warning[240];
+  int warned;
   /* replayed records (pipe mode's header, read at open): uservalue slot REPLAY */
   size_t nreplay;
 };
 
 /* uservalue slots */
-enum { PD_UV_FILE = 1, PD_UV_DEC, PD_UV_ATTRS, PD_UV_NAMES, PD_UV_REPLAY };
+enum { PD_UV_FILE = 1, PD_UV_DEC, PD_UV_ATTRS, PD_UV_NAMES, PD_UV_REPLAY, PD_UV_WARN };
 
 /* Raises "perfev.perfdata: NAME: msg". */
 int pd_error(lua_State *L, const struct pd_reader *r, const char *fmt, ...);

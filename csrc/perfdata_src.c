@@ -182,6 +182,20 @@ static const unsigned char *next_inflated(lua_State *L, struct pd_reader *r, siz
   return hold(r, rec, size, r->zoff, 1, len, foff, inflated);
 }
 
+/* A pipe stream that ends inside a record (stderr mixed into `perf record
+ * -o -`, a cut stream) ends there, as perf ends it ("unexpected end of
+ * event stream"): with a warning the caller reads, not an error. */
+static const unsigned char *trailing(struct pd_reader *r, uint64_t recoff, size_t have)
+{
+  if (!r->warning[0])
+    snprintf(r->warning, sizeof r->warning, "the stream ends with %zu bytes that are not a "
+             "whole record at offset %" PRIu64 " (unexpected end of event stream): ignored, as "
+             "perf does", have, recoff);
+  r->head += have;
+  r->off += have;
+  return NULL;
+}
+
 const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len, uint64_t *foff,
                                  int *inflated)
 {
@@ -211,9 +225,12 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
                  "compressed record at offset %" PRIu64, r->zlen - r->zhead, r->zoff);
       return NULL;
     }
-    if (have < 8)
+    if (have < 8) {
+      if (r->pipe)
+        return trailing(r, recoff, have);
       pd_error(L, r, "the data ends inside the header of a record at offset %" PRIu64
                " (%zu of 8 bytes): the file is truncated", recoff, have);
+    }
     type = perfev_ld32(r->buf + r->head, r->swap);
     size = perfev_ld16(r->buf + r->head + 6, r->swap);
     if (size < 8)
@@ -222,7 +239,9 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
     if (r->end != UINT64_MAX && size > r->end - recoff)
       pd_error(L, r, "the record at offset %" PRIu64 " (type %" PRIu32 ", size %zu) runs past "
                "the end of the data section at %" PRIu64, recoff, type, size, r->end);
-    if (fill(L, r, size) < size)
+    if ((have = fill(L, r, size)) < size && r->pipe)
+      return trailing(r, recoff, have);
+    if (have < size)
       pd_error(L, r, "the data ends inside the record at offset %" PRIu64 " (type %" PRIu32
                ", size %zu): the file is truncated", recoff, type, size);
     rec = r->buf + r->head;

@@ -192,6 +192,27 @@ describe("perfev.perfdata against perf record", function()
       f:close()
     end)
 
+    it("ends a stream with perf's stderr mixed in (2>&1) as perf does: every record, one warning", function()
+      local mixed = dir .. "/pipe-mixed.data"
+      u.sh(("perf record -e cpu-clock -c 100000 -o - -- %s 2>&1 | cat > '%s'"):format(P.busy(20000), mixed))
+      local tail = assert(u.read_file(mixed)):sub(-120)
+      assert.matches("%[ perf record: Captured and wrote .* %]\n$", tail)   -- the text is really there
+      local out, err = P.perf("script -F tid,ip -i '" .. mixed .. "'")
+      assert.matches("unexpected end of event stream", err)
+      local theirs = select(2, out:gsub("\n", ""))
+      local f = assert(pd.open(mixed))
+      local n = 0
+      for _ in f:records { types = { "sample" } } do n = n + 1 end
+      assert.equal(theirs, n)
+      assert.is_true(n > 10)
+      local w = f:header().warnings
+      assert.equal(1, #w)
+      assert.matches("the stream ends with %d+ bytes that are not a whole record at offset %d+ %(unexpected end of event stream%)", w[1])
+      for _ in f:records() do end    -- read again: still one warning
+      assert.equal(1, #f:header().warnings)
+      f:close()
+    end)
+
     it("reads standard input with pd.open(\"-\")", function()
       local out = u.run_lua(([[
         local pd = require "perfev.perfdata"

@@ -79,7 +79,8 @@ local function open_pipe(fh, h, name, opts)
   local seekable = fh:seek("cur") ~= nil
   local r = core.perfdata_reader(fh, { name = name, start = header.PIPE_HEADER, pipe = true,
                                        swap = h.swap, seekable = seekable,
-                                       bufsize = opts.bufsize, max_queue = opts.max_queue })
+                                       bufsize = opts.bufsize, max_queue = opts.max_queue,
+                                       warnings = h.warnings })
   local ok, list = pcall(r.preread, r)
   if not ok then
     r:close()
