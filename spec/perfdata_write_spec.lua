@@ -105,6 +105,28 @@ describe("perfev.perfdata writer", function()
     assert.equal("", report_d_err(path))
   end)
 
+  it("takes a list of plain attrs as it takes one attr or a list of events", function()
+    if not have_perf then pending("the perf tool is not installed (Debian: linux-perf)") return end
+    local a = A { type = "software", config = "task-clock", sample_period = 100000,
+                  sample_type = { "ip", "tid", "time", "period" }, exclude_kernel = true }
+    local path = dir .. "/plain-attrs.data"
+    local w = assert(pd.create(path, { a }))
+    for i = 1, 20 do
+      assert(w:write { type = "sample", cpumode = "user", ip = 0x400000 + 16 * i, pid = 77,
+                       tid = 77, time = 1000 * i, period = 100000 })
+    end
+    assert.equal(20, assert(w:close()).samples)
+    local out, err = perf(("script --ns -F tid,time,period,ip,event -i '%s'"):format(path))
+    assert.equal("", err)
+    assert.equal(20, count_lines(out, "task%-clock"))
+    local script = P.script(path, "tid,time,period,ip")
+    assert.same({ 77, 20000, 100000, 0x400000 + 16 * 20 },
+                { script[20].tid, script[20].time, script[20].period, script[20].ip })
+    local f = assert(pd.open(path))
+    assert.equal("task-clock", f:attrs()[1].name)
+    f:close()
+  end)
+
   it("reads back what it wrote, with the header's attrs, ids and features", function()
     local path = dir .. "/synth2.data"
     local w, written, a = synthetic(path)

@@ -58,8 +58,8 @@ local function name_of(a)
 end
 
 -- The attrs argument as { { attr, ids, name } }: a list like f:attrs()
--- gives, a perfdata file, a sampler session, an event or a list of events
--- (events with equal attrs share an entry), or an attr.
+-- gives (or of plain attrs), a perfdata file, a sampler session, an event
+-- or a list of events (events with equal attrs share an entry), or an attr.
 local function entries_of(attrs)
   if is_attr(attrs) then return { { attr = attrs, ids = {}, name = name_of(attrs) } } end
   if is_event(attrs) then attrs = { attrs } end
@@ -83,6 +83,8 @@ local function entries_of(attrs)
         if o.attr == a then o.ids[#o.ids + 1] = id; merged = true; break end
       end
       if not merged then out[#out + 1] = { attr = a, ids = { id }, name = e:data().name or name_of(a) } end
+    elseif is_attr(e) then                      -- a plain attr, as pd.create(path, attr) takes
+      out[#out + 1] = { attr = e, ids = {}, name = name_of(e) }
     elseif type(e) == "table" and is_attr(e.attr) then
       local ids = e.ids or {}
       if type(ids) ~= "table" then fail("attrs[%d].ids must be a list of integers", i) end
@@ -91,7 +93,7 @@ local function entries_of(attrs)
       end
       out[#out + 1] = { attr = e.attr, ids = ids, name = e.name or name_of(e.attr) }
     else
-      fail("attrs[%d] must be { attr = <perfev.attr>, ids = {...}, name = ... } or an event", i)
+      fail("attrs[%d] must be { attr = <perfev.attr>, ids = {...}, name = ... }, an attr or an event", i)
     end
   end
   if #out == 0 then fail("attrs is an empty list: a perf.data file needs at least one event") end
