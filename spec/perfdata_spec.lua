@@ -207,7 +207,8 @@ describe("perfev.perfdata against perf record", function()
       assert.is_true(n > 10)
       local w = f:header().warnings
       assert.equal(1, #w)
-      assert.matches("the stream ends with %d+ bytes that are not a whole record at offset %d+ %(unexpected end of event stream%)", w[1])
+      assert.matches("the stream ends with %d+ bytes that are not a whole record at offset %d+ " ..
+                     "%(unexpected end of event stream%)", w[1])
       for _ in f:records() do end    -- read again: still one warning
       assert.equal(1, #f:header().warnings)
       f:close()
