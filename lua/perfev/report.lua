@@ -44,12 +44,10 @@ local function new_hist(entry)
            tracepoint = entry.attr.type == TRACEPOINT }
 end
 
--- The row of sample s in hist h (created with s's values when new).
-local function row_of(h, sortkeys, s)
-  local node = h.root
-  local n = #sortkeys
-  for i = 1, n - 1 do
-    local part = sortkeys[i].part(s)
+-- The node under `node` for sample s's parts of by[1..n] (created on the way).
+local function descend(node, by, n, s)
+  for i = 1, n do
+    local part = by[i].part(s)
     local nxt = node[part]
     if not nxt then
       nxt = {}
@@ -57,6 +55,13 @@ local function row_of(h, sortkeys, s)
     end
     node = nxt
   end
+  return node
+end
+
+-- The row of sample s in hist h (created with s's values when new).
+local function row_of(h, sortkeys, s)
+  local n = #sortkeys
+  local node = descend(h.root, sortkeys, n - 1, s)
   local part = sortkeys[n].part(s)
   local row = node[part]
   if not row then
@@ -71,17 +76,7 @@ end
 -- The rows of a sample's comm/thread/cpu (the sort keys that do not
 -- depend on the address): a table entry -> row, filled as rows are found.
 local function ctx_of(self, h, s)
-  local node = h.ctx
-  for _, k in ipairs(self.ctxkeys) do
-    local part = k.part(s)
-    local nxt = node[part]
-    if not nxt then
-      nxt = {}
-      node[part] = nxt
-    end
-    node = nxt
-  end
-  return node
+  return descend(h.ctx, self.ctxkeys, #self.ctxkeys, s)
 end
 
 -- Adds the callchain of a sample to the children of every row it passes

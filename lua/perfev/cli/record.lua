@@ -11,15 +11,7 @@ local M = {}
 M.summary = "Sample a command, a Lua script or a process into perf.data, like perf record"
 M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "-o", "--output", "-p", "--pid" }
 
-local function positive(name)
-  return function(s)
-    local n = tonumber(s)
-    if not n or n <= 0 or math.floor(n) ~= n then
-      return nil, ("option '%s' takes a positive integer, got '%s'"):format(name, s)
-    end
-    return math.floor(n)
-  end
-end
+local positive = run.positive
 
 function M.configure(cmd)
   cmd:usage("Usage: perfev record [-e EVENT] [-F FREQ | -c PERIOD] [-g] [-o FILE] [-p PID] [--] [command [args ...]]")

@@ -64,6 +64,18 @@ function M.event_error(msg)
   return nil
 end
 
+-- positive(name) -> an argparse converter of a positive integer option
+-- (name, as "--pid", is the one its message names).
+function M.positive(name)
+  return function(s)
+    local n = tonumber(s)
+    if not n or n <= 0 or math.floor(n) ~= n then
+      return nil, ("option '%s' takes a positive integer, got '%s'"):format(name, s)
+    end
+    return math.floor(n)
+  end
+end
+
 M.quote, M.join, M.find = command.quote, command.join, command.find
 
 return M

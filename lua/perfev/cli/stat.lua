@@ -10,15 +10,7 @@ M.summary = "Count events over a command, a Lua script or a process, like perf s
 M.value_options = { "-e", "--event", "-r", "--repeat", "-x", "--field-separator", "-I",
                     "--interval-print", "-p", "--pid", "-o", "--output" }
 
-local function positive(name)
-  return function(s)
-    local n = tonumber(s)
-    if not n or n <= 0 or math.floor(n) ~= n then
-      return nil, ("option '%s' takes a positive integer, got '%s'"):format(name, s)
-    end
-    return n
-  end
-end
+local positive = run.positive
 
 function M.configure(cmd)
   cmd:usage("Usage: perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID | -a] [-o FILE] [--] "
