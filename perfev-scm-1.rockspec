@@ -123,7 +123,6 @@ build = {
       ["perfev.stat.format"] = "lua/perfev/stat/format.lua",
       ["perfev.stat.metrics"] = "lua/perfev/stat/metrics.lua",
       ["perfev.symbols"] = "lua/perfev/symbols.lua",
-      ["perfev.symbols.elf"] = "lua/perfev/symbols/elf.lua",
       ["perfev.symbols.kallsyms"] = "lua/perfev/symbols/kallsyms.lua",
       ["perfev.tool"] = "lua/perfev/tool.lua",
       ["perfev.tracepoint"] = "lua/perfev/tracepoint.lua",

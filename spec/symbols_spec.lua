@@ -3,7 +3,7 @@
 -- the kernel hold on this machine (nm, /proc/self/maps, /proc/kallsyms).
 local symbols = require "perfev.symbols"
 local kallsyms = require "perfev.symbols.kallsyms"
-local elfsyms = require "perfev.symbols.elf"
+local elfsyms = require "perfev.elf"
 local shell = require "spec.support.shell"
 
 local function write(path, s)

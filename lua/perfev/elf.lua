@@ -1,10 +1,16 @@
--- A small ELF64 reader in pure Lua: what a uprobe needs from a binary.
+-- perfev's one ELF64 reader, in Lua that runs on 5.3, 5.4 and LuaJIT (a
+-- byte reader: no string.unpack needed, no bitwise operators). It serves
+-- uprobes (a function's file offset) and perf report's symbolization and
+-- build ids (read the way tools/perf/util/symbol-elf.c reads them).
 --
 --   local elf = require "perfev.elf"
 --   local e = assert(elf.open("/usr/bin/ls"))
 --   local sym = assert(e:find("main"))          -- .symtab, else .dynsym
 --   local off = assert(e:offset(sym.value))     -- virtual address -> file offset
 --   local off2, sym2 = elf.func_offset("/lib/x86_64-linux-gnu/libc.so.6", "malloc")
+--   local id = elf.build_id("/usr/bin/lua5.4")  -- raw bytes of the GNU build id
+--   local info = assert(elf.inspect(path))      -- type, build_id, symtab, dynsym, segments
+--   local t = assert(elf.symbols(path, ".dynsym", info))  -- t.starts, t.ends, t.names, t.n
 --
 -- The uprobe PMU takes a file offset (probe_offset), not a virtual address:
 -- a function's st_value is turned into one through the PT_LOAD program
@@ -12,69 +18,101 @@
 -- and bpftrace do. Stripped binaries keep their exported functions in
 -- .dynsym, which is searched when .symtab is missing or lacks the name.
 --
+-- For perf report, samples are looked up by perf's map_ip (ip - map start
+-- + pgoff, a file offset); as in perf, the symbols of an executable
+-- (ET_EXEC) are moved to file offsets through their PT_LOAD segment, those
+-- of a shared object or a PIE are kept as they are. Aliases at one address
+-- are reduced to one as perf's choose_best_symbol does, and a symbol of
+-- size 0 ends where the next one starts (symbols__fixup_end).
+--
 -- Every function returns nil, message on failure (a missing file, not an
--- ELF file, a 32-bit ELF, a missing symbol with the nearest names). Needs
--- Lua 5.3+ (string.unpack, 64-bit integers); both byte orders are read.
+-- ELF file, a 32-bit ELF, a missing symbol with the nearest names). Both
+-- byte orders are read. On LuaJIT, values above 2^53 (never an address of
+-- user space) lose precision.
 local M = {}
 
--- Layouts of the ELF64 structures, as string.unpack formats (the byte
--- order prefix is added per file) and their sizes.
-local EHDR = { fmt = "I2 I2 I4 I8 I8 I8 I4 I2 I2 I2 I2 I2 I2", size = 64, at = 17,
-               fields = { "type", "machine", "version", "entry", "phoff", "shoff", "flags",
-                          "ehsize", "phentsize", "phnum", "shentsize", "shnum", "shstrndx" } }
-local SHDR = { fmt = "I4 I4 I8 I8 I8 I8 I4 I4 I8 I8", size = 64,
-               fields = { "name", "type", "flags", "addr", "offset", "size", "link", "info",
-                          "addralign", "entsize" } }
-local PHDR = { fmt = "I4 I4 I8 I8 I8 I8 I8 I8", size = 56,
-               fields = { "type", "flags", "offset", "vaddr", "paddr", "filesz", "memsz", "align" } }
-local SYM = { fmt = "I4 B B I2 I8 I8", size = 24 }
-
-local SHT = { SYMTAB = 2, STRTAB = 3, DYNSYM = 11 }
-local PT_LOAD = 1
-local SHN_UNDEF, SHN_XINDEX, PN_XNUM = 0, 0xffff, 0xffff
+local SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_DYNSYM = 2, 3, 7, 11
+local STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
+local STV_INTERNAL, STV_HIDDEN = 1, 2
+local SHF_EXECINSTR = 4
+local STB_GLOBAL, STB_WEAK = 1, 2
+local SHN_UNDEF, SHN_LORESERVE, SHN_XINDEX, PN_XNUM = 0, 0xff00, 0xffff, 0xffff
+local NT_GNU_BUILD_ID = 3
+local PT_LOAD, ET_REL, ET_EXEC = 1, 1, 2
+local PAGE = 4096
+local EHDR_SIZE, SHDR_SIZE, PHDR_SIZE, SYM_SIZE = 64, 64, 56, 24
 -- symbol types that are code: FUNC, and GNU_IFUNC (a resolver perf probes too)
-local CODE = { [2] = "func", [10] = "ifunc" }
+local CODE = { [STT_FUNC] = "func", [STT_GNU_IFUNC] = "ifunc" }
 local BIND = { [0] = "local", [1] = "global", [2] = "weak" }
 M.ET = { [1] = "relocatable", [2] = "executable", [3] = "shared object", [4] = "core" }
 
-local function unpack_struct(layout, order, s, pos)
-  local vals = { string.unpack(order .. layout.fmt, s, pos) }
-  local t = {}
-  for i, name in ipairs(layout.fields) do t[name] = vals[i] end
-  return t
+-- Little- and big-endian readers over a string (1-based positions).
+local function reader(be)
+  local byte = string.byte
+  local r = {}
+  if be then
+    function r.u16(s, p) local a, b = byte(s, p, p + 1); return a * 256 + b end
+    function r.u32(s, p)
+      local a, b, c, d = byte(s, p, p + 3)
+      return ((a * 256 + b) * 256 + c) * 256 + d
+    end
+    function r.u64(s, p) return r.u32(s, p) * 4294967296 + r.u32(s, p + 4) end
+  else
+    function r.u16(s, p) local a, b = byte(s, p, p + 1); return b * 256 + a end
+    function r.u32(s, p)
+      local a, b, c, d = byte(s, p, p + 3)
+      return ((d * 256 + c) * 256 + b) * 256 + a
+    end
+    function r.u64(s, p) return r.u32(s, p + 4) * 4294967296 + r.u32(s, p) end
+  end
+  return r
+end
+local READERS = { [false] = reader(false), [true] = reader(true) }
+
+-- read_at(f, path, offset, size) -> exactly size bytes | nil, message
+local function read_at(f, path, offset, size)
+  if size <= 0 then return "" end
+  local ok, err = f:seek("set", offset)
+  if not ok then return nil, ("%s: cannot seek to %.0f: %s"):format(path, offset, tostring(err)) end
+  local s = f:read(size)
+  if not s or #s < size then
+    return nil, ("%s: truncated ELF file (wanted %.0f bytes at offset %.0f)"):format(path, size, offset)
+  end
+  return s
+end
+
+-- the string at offset off of a string table
+local function cstring(strings, off)
+  local z = strings:find("\0", off + 1, true)
+  return strings:sub(off + 1, (z or #strings + 1) - 1)
 end
 
 local Elf = {}
 Elf.__index = Elf
 
--- read(f, offset, size) -> exactly size bytes | nil, message
-local function read_at(f, path, offset, size)
-  if size == 0 then return "" end
-  local ok, err = f:seek("set", offset)
-  if not ok then return nil, ("%s: cannot seek to %d: %s"):format(path, offset, err) end
-  local s = f:read(size)
-  if not s or #s < size then
-    return nil, ("%s: truncated ELF file (wanted %d bytes at offset %d)"):format(path, size, offset)
-  end
-  return s
+-- Decodes one struct at p of s: fields is a list of { name, reader, offset }.
+local function struct(r, fields, s, p)
+  local t = {}
+  for _, fd in ipairs(fields) do t[fd[1]] = r[fd[2]](s, p + fd[3]) end
+  return t
 end
 
--- open(path) -> elf | nil, message: reads the ELF header, the section and
--- program headers and the section names; symbol tables are read on demand.
-function M.open(path)
-  if type(path) ~= "string" then
-    error("perfev.elf.open: expected a path, got " .. type(path), 2)
-  end
-  if not string.unpack then return nil, "perfev.elf needs Lua 5.3 or newer (string.unpack)" end
-  local f, msg = io.open(path, "rb")
-  if not f then return nil, ("cannot open %s"):format(msg) end
-  local ok, e = pcall(M.read_headers, f, path)
-  f:close()
-  if not ok then return nil, e end
-  return e
-end
+local EHDR = { { "type", "u16", 16 }, { "machine", "u16", 18 }, { "version", "u32", 20 },
+               { "entry", "u64", 24 }, { "phoff", "u64", 32 }, { "shoff", "u64", 40 },
+               { "flags", "u32", 48 }, { "ehsize", "u16", 52 }, { "phentsize", "u16", 54 },
+               { "phnum", "u16", 56 }, { "shentsize", "u16", 58 }, { "shnum", "u16", 60 },
+               { "shstrndx", "u16", 62 } }
+local SHDR = { { "name", "u32", 0 }, { "type", "u32", 4 }, { "flags", "u64", 8 }, { "addr", "u64", 16 },
+               { "offset", "u64", 24 }, { "size", "u64", 32 }, { "link", "u32", 40 }, { "info", "u32", 44 },
+               { "addralign", "u64", 48 }, { "entsize", "u64", 56 } }
+local PHDR = { { "type", "u32", 0 }, { "flags", "u32", 4 }, { "offset", "u64", 8 }, { "vaddr", "u64", 16 },
+               { "paddr", "u64", 24 }, { "filesz", "u64", 32 }, { "memsz", "u64", 40 }, { "align", "u64", 48 } }
 
--- The header reading proper (raises; open() turns that into nil, message).
+local function must(s, err) if not s then error(err, 0) end return s end
+
+-- read_headers(f, path) -> elf: the ELF header, the section and program
+-- headers and the section names; symbol tables are read on demand. Raises
+-- (open() turns that into nil, message).
 function M.read_headers(f, path)
   local ident, rerr = f:read(16)
   if not ident and rerr then error(("cannot read %s: %s"):format(path, rerr), 0) end
@@ -87,39 +125,61 @@ function M.read_headers(f, path)
   elseif class ~= 2 then
     error(("%s: unknown ELF class %d"):format(path, class), 0)
   end
-  local order = data == 1 and "<" or data == 2 and ">" or nil
-  if not order then error(("%s: unknown ELF byte order %d"):format(path, data), 0) end
-  local rest = assert(read_at(f, path, 16, EHDR.size - 16))
-  local h = unpack_struct(EHDR, order, ident .. rest, EHDR.at)
-  local e = setmetatable({ path = path, order = order, header = h, sections = {}, segments = {},
+  if data ~= 1 and data ~= 2 then error(("%s: unknown ELF byte order %d"):format(path, data), 0) end
+  local be = data == 2
+  local r = READERS[be]
+  local h = struct(r, EHDR, ident .. must(read_at(f, path, 16, EHDR_SIZE - 16)), 1)
+  local e = setmetatable({ path = path, order = be and ">" or "<", be = be, r = r, header = h,
+                           sections = {}, segments = {}, etype = h.type,
                            type = M.ET[h.type] or ("type " .. h.type) }, Elf)
   -- section headers (with the extended numbering of files over 0xff00 sections)
   local shnum, shstrndx = h.shnum, h.shstrndx
   if h.shoff ~= 0 then
-    assert(h.shentsize == SHDR.size, path .. ": unexpected section header size " .. h.shentsize)
-    local first = unpack_struct(SHDR, order, assert(read_at(f, path, h.shoff, SHDR.size)), 1)
+    if h.shentsize ~= SHDR_SIZE then error(path .. ": unexpected section header size " .. h.shentsize, 0) end
+    local first = struct(r, SHDR, must(read_at(f, path, h.shoff, SHDR_SIZE)), 1)
     if shnum == 0 then shnum = first.size end
     if shstrndx == SHN_XINDEX then shstrndx = first.link end
-    local all = assert(read_at(f, path, h.shoff, shnum * SHDR.size))
+    if shnum > 65536 then error(path .. ": too many sections", 0) end
+    local all = must(read_at(f, path, h.shoff, shnum * SHDR_SIZE))
     for i = 0, shnum - 1 do
-      e.sections[i + 1] = unpack_struct(SHDR, order, all, i * SHDR.size + 1)
+      e.sections[i + 1] = struct(r, SHDR, all, i * SHDR_SIZE + 1)
     end
     local strtab = e.sections[shstrndx + 1]
-    if strtab then
-      local names = assert(read_at(f, path, strtab.offset, strtab.size))
-      for _, s in ipairs(e.sections) do s.sname = names:match("^[^%z]*", s.name + 1) end
+    if strtab and strtab.size < 2 ^ 24 then
+      local names = must(read_at(f, path, strtab.offset, strtab.size))
+      for _, s in ipairs(e.sections) do s.sname = cstring(names, s.name) end
     end
     if h.phnum == PN_XNUM then h.phnum = first.info end
   end
   -- program headers: the PT_LOAD segments map virtual addresses to the file
   if h.phoff ~= 0 and h.phnum > 0 then
-    assert(h.phentsize == PHDR.size, path .. ": unexpected program header size " .. h.phentsize)
-    local all = assert(read_at(f, path, h.phoff, h.phnum * PHDR.size))
+    if h.phentsize ~= PHDR_SIZE then error(path .. ": unexpected program header size " .. h.phentsize, 0) end
+    local all = must(read_at(f, path, h.phoff, h.phnum * PHDR_SIZE))
     for i = 0, h.phnum - 1 do
-      local ph = unpack_struct(PHDR, order, all, i * PHDR.size + 1)
+      local ph = struct(r, PHDR, all, i * PHDR_SIZE + 1)
       if ph.type == PT_LOAD then e.segments[#e.segments + 1] = ph end
     end
   end
+  return e
+end
+
+-- open_file(path) -> elf, f (open, for the caller to close) | nil, message
+local function open_file(path)
+  local f, msg = io.open(path, "rb")
+  if not f then return nil, ("cannot open %s"):format(msg) end
+  local ok, e = pcall(M.read_headers, f, path)
+  if not ok then f:close(); return nil, e end
+  return e, f
+end
+
+-- open(path) -> elf | nil, message
+function M.open(path)
+  if type(path) ~= "string" then
+    error("perfev.elf.open: expected a path, got " .. type(path), 2)
+  end
+  local e, f = open_file(path)
+  if not e then return nil, f end
+  f:close()
   return e
 end
 
@@ -130,37 +190,67 @@ function Elf:section(name)
   end
 end
 
--- Reads one symbol table section: a list of the defined code symbols
--- { name, value, size, kind, bind, table }.
-local function read_symbols(self, f, sec)
-  local strsec = self.sections[sec.link + 1]
-  if not strsec or strsec.type ~= SHT.STRTAB then return {} end
-  local data = assert(read_at(f, self.path, sec.offset, sec.size))
-  local strings = assert(read_at(f, self.path, strsec.offset, strsec.size))
-  local fmt = self.order .. SYM.fmt
+-- Reads one symbol table section: { { value, size, bind, name, type } } of
+-- its defined functions; with labels, also perf's labels (NOTYPE, visible,
+-- in an executable section: elf_sym__is_label), for perf report.
+local function read_table(e, f, sec, labels)
+  local strsec = e.sections[sec.link + 1]
+  if not strsec or strsec.type ~= SHT_STRTAB or (sec.entsize ~= SYM_SIZE and sec.entsize ~= 0) then
+    return {}
+  end
+  local data = must(read_at(f, e.path, sec.offset, sec.size))
+  local strings = must(read_at(f, e.path, strsec.offset, strsec.size))
+  local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
   local list = {}
-  for pos = 1, #data - SYM.size + 1, SYM.size do
-    local name, info, _, shndx, value, size = string.unpack(fmt, data, pos)
-    local kind = CODE[info & 0xf]
-    if kind and shndx ~= SHN_UNDEF and name ~= 0 then
-      list[#list + 1] = { name = strings:match("^[^%z]*", name + 1), value = value, size = size,
-                          kind = kind, bind = BIND[info >> 4] or "other", table = sec.sname }
+  -- Lua 5.3+: one string.unpack per symbol (fast); LuaJIT: the byte readers
+  local unpack = string.unpack
+  local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
+  for p = 1, #data - SYM_SIZE + 1, SYM_SIZE do
+    local name, info, other, shndx, value, size
+    local t = byte(data, p + 4) % 16
+    if t ~= STT_FUNC and t ~= STT_GNU_IFUNC and (t ~= STT_NOTYPE or not labels) then
+      info = nil   -- data, sections, files: skipped before decoding
+    elseif unpack then
+      name, info, other, shndx, value, size = unpack(fmt, data, p)
+    else
+      name, info, other, shndx = r.u32(data, p), byte(data, p + 4), byte(data, p + 5), r.u16(data, p + 6)
+    end
+    local stype = info and info % 16
+    local keep = info and name ~= 0 and shndx ~= SHN_UNDEF
+    if keep and stype == STT_NOTYPE then
+      local vis, in_sec = other % 4, shndx < SHN_LORESERVE and secs[shndx + 1]
+      keep = in_sec and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN and in_sec.flags % 8 >= SHF_EXECINSTR
+    elseif keep and labels then
+      keep = shndx < SHN_LORESERVE and secs[shndx + 1] ~= nil
+    end
+    if keep then
+      local z = find(strings, "\0", name + 1, true) or (#strings + 1)
+      if not unpack then value, size = r.u64(data, p + 8), r.u64(data, p + 16) end
+      list[#list + 1] = { value, size, math.floor(info / 16), sub(strings, name + 1, z - 1), stype }
     end
   end
   return list
 end
 
 -- e:symbols() -> { symtab = list, dynsym = list }: the defined functions of
--- each table (read once, then cached on the object).
+-- each table { name, value, size, kind, bind, table } (read once, then
+-- cached on the object).
 function Elf:symbols()
   if self.syms then return self.syms end
   local f, msg = io.open(self.path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
   local syms = { symtab = {}, dynsym = {} }
   local ok, err = pcall(function()
-    for _, s in ipairs(self.sections) do
-      if s.type == SHT.SYMTAB then syms.symtab = read_symbols(self, f, s) end
-      if s.type == SHT.DYNSYM then syms.dynsym = read_symbols(self, f, s) end
+    for _, sec in ipairs(self.sections) do
+      local which = sec.type == SHT_SYMTAB and "symtab" or sec.type == SHT_DYNSYM and "dynsym"
+      if which then
+        local list = {}
+        for i, s in ipairs(read_table(self, f, sec, false)) do
+          list[i] = { name = s[4], value = s[1], size = s[2], kind = CODE[s[5]],
+                      bind = BIND[s[3]] or "other", table = sec.sname }
+        end
+        syms[which] = list
+      end
     end
   end)
   f:close()
@@ -226,7 +316,7 @@ end
 -- segment whose file-backed part holds the address.
 function Elf:offset(vaddr)
   for _, ph in ipairs(self.segments) do
-    if math.ult(vaddr - ph.vaddr, ph.filesz) and vaddr >= ph.vaddr then
+    if vaddr >= ph.vaddr and vaddr - ph.vaddr < ph.filesz then
       return vaddr - ph.vaddr + ph.offset
     end
   end
@@ -246,6 +336,195 @@ function M.func_offset(path, name)
   local off, oerr = e:offset(sym.value)
   if not off then return nil, oerr end
   return off, sym
+end
+
+-- parse_notes(s, big_endian) -> the GNU build id (raw bytes) among the ELF
+-- notes in s, or nil.
+function M.parse_notes(s, big_endian)
+  local r = READERS[big_endian and true or false]
+  local pos = 1
+  while pos + 12 <= #s + 1 do
+    local namesz, descsz, ntype = r.u32(s, pos), r.u32(s, pos + 4), r.u32(s, pos + 8)
+    local name_at = pos + 12
+    local desc_at = name_at + math.ceil(namesz / 4) * 4
+    local next_at = desc_at + math.ceil(descsz / 4) * 4
+    if next_at > #s + 1 then return nil end
+    if ntype == NT_GNU_BUILD_ID and s:sub(name_at, name_at + namesz - 1) == "GNU\0" then
+      return s:sub(desc_at, desc_at + descsz - 1)
+    end
+    pos = next_at
+  end
+end
+
+-- The build id in the note sections of an open file, or nil.
+local function note_id(e, f)
+  for _, sec in ipairs(e.sections) do
+    if sec.type == SHT_NOTE and sec.size > 0 and sec.size < 65536 then
+      local id = M.parse_notes(read_at(f, e.path, sec.offset, sec.size) or "", e.be)
+      if id then return id end
+    end
+  end
+end
+
+-- build_id(path) -> raw bytes | nil, why
+function M.build_id(path)
+  local e, f = open_file(path)
+  if not e then return nil, f end
+  local id = note_id(e, f)
+  f:close()
+  if not id then return nil, path .. ": no GNU build id note" end
+  return id
+end
+
+local function underscores(name)
+  local n = #(name:match("^_*"))
+  return n
+end
+
+-- perf's choose_best_symbol for two symbols at one address: true when a wins.
+local function better(a_size, a_bind, a_name, b_size, b_bind, b_name)
+  if (b_size == 0) ~= (a_size == 0) then return a_size > 0 end
+  if (a_bind == STB_WEAK) ~= (b_bind == STB_WEAK) then return b_bind == STB_WEAK end
+  if (a_bind == STB_GLOBAL) ~= (b_bind == STB_GLOBAL) then return a_bind == STB_GLOBAL end
+  local ua, ub = underscores(a_name), underscores(b_name)
+  if ua ~= ub then return ua < ub end
+  if #a_name ~= #b_name then return #a_name > #b_name end
+  return true
+end
+M.better = better
+
+-- finish(list) -> { starts, ends, names, n }: sorts the symbols of list
+-- ({ { start, size, bind, name } }) by start, keeps the best symbol of
+-- each start and gives every zero-size symbol the start of the next (or
+-- the end of its page + 4096, for the last).
+function M.finish(list)
+  -- sort by start, equal starts in the table's order (perf's rb-tree):
+  -- the distinct starts are sorted as plain numbers (fast), each with the
+  -- symbols at it in their order
+  local at, uniq = {}, {}
+  for _, s in ipairs(list) do
+    local g = at[s[1]]
+    if g then g[#g + 1] = s
+    else
+      at[s[1]] = { s }
+      uniq[#uniq + 1] = s[1]
+    end
+  end
+  table.sort(uniq)
+  local k = 0
+  for _, v in ipairs(uniq) do
+    for _, s in ipairs(at[v]) do
+      k = k + 1
+      list[k] = s
+    end
+  end
+  local starts, ends, names = {}, {}, {}
+  local n = 0
+  for _, s in ipairs(list) do
+    if n > 0 and starts[n] == s[1] then
+      local prev = list[n]
+      if not better(prev[2], prev[3], prev[4], s[2], s[3], s[4]) then
+        list[n] = s
+        ends[n], names[n] = s[1] + s[2], s[4]
+      end
+    else
+      n = n + 1
+      list[n] = s
+      starts[n], ends[n], names[n] = s[1], s[1] + s[2], s[4]
+    end
+  end
+  for i = n + 1, #list do list[i] = nil end
+  for i = 1, n - 1 do
+    if ends[i] == starts[i] then ends[i] = starts[i + 1] end
+  end
+  if n > 0 and ends[n] == starts[n] then
+    ends[n] = math.ceil(starts[n] / PAGE) * PAGE + PAGE
+  end
+  return { starts = starts, ends = ends, names = names, n = n }
+end
+
+-- perf 6.1's dso__synthesize_plt_symbols: "name@plt" for each relocation
+-- of .rela.plt, in its order, one .plt entry (sh_entsize bytes) each after
+-- the PLT's header: { { start, size, bind, name } } at file offsets. (Later
+-- perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
+local function plt_symbols(e, f)
+  local plt, rel = e:section(".plt"), e:section(".rela.plt")
+  if not plt or not rel or rel.entsize ~= 24 or plt.entsize == 0 then return {} end
+  local size = plt.entsize
+  local dynsym = e.sections[rel.link + 1]
+  local strsec = dynsym and e.sections[dynsym.link + 1]
+  local data = read_at(f, e.path, rel.offset, rel.size)
+  local syms = dynsym and read_at(f, e.path, dynsym.offset, dynsym.size)
+  local strings = strsec and read_at(f, e.path, strsec.offset, strsec.size)
+  if not data or not syms or not strings then return {} end
+  local r = e.r
+  local out = {}
+  local offset = plt.offset
+  for p = 1, #data - 23, 24 do
+    local symidx = math.floor(r.u64(data, p + 8) / 4294967296)
+    local sp = symidx * SYM_SIZE + 1
+    local name = sp + SYM_SIZE - 1 <= #syms and cstring(strings, r.u32(syms, sp)) or ""
+    offset = offset + size
+    out[#out + 1] = { offset, size, STB_GLOBAL, name .. "@plt" }
+  end
+  return out
+end
+
+-- inspect(path) -> { path, type, build_id, symtab, dynsym, segments } | nil,
+-- why: what perf's symsrc__init learns of a candidate file, without its
+-- symbols (type: the e_type number).
+function M.inspect(path)
+  local e, f = open_file(path)
+  if not e then return nil, f end
+  local info = { path = path, type = e.etype, build_id = note_id(e, f), segments = e.segments }
+  for _, s in ipairs(e.sections) do
+    if s.type == SHT_SYMTAB then info.symtab = true end
+    if s.type == SHT_DYNSYM then info.dynsym = true end
+  end
+  f:close()
+  return info
+end
+
+-- symbols(path, which, runtime, plt_from) -> { starts, ends, names, n } |
+-- nil, why: the functions and labels of section `which` (".symtab" or
+-- ".dynsym") of path. For an executable or relocatable file (perf's
+-- adjust_symbols) each value is moved to its file offset through the
+-- PT_LOAD segment of the runtime file (an inspect() table) that holds it,
+-- as perf does; a shared object's values are kept. plt_from: the file
+-- whose PLT stubs are added as "name@plt" symbols (the runtime file, as
+-- perf does).
+function M.symbols(path, which, runtime, plt_from)
+  local e, f = open_file(path)
+  if not e then return nil, f end
+  local want = which == ".symtab" and SHT_SYMTAB or SHT_DYNSYM
+  local ok, list = true, {}
+  for _, s in ipairs(e.sections) do
+    if s.type == want then ok, list = pcall(read_table, e, f, s, true); break end
+  end
+  f:close()
+  if not ok then return nil, list end
+  if e.etype == ET_EXEC or e.etype == ET_REL then
+    local segs = (runtime or {}).segments or {}
+    local out = {}
+    for _, s in ipairs(list) do
+      for _, ph in ipairs(segs) do
+        if s[1] >= ph.vaddr and s[1] < ph.vaddr + ph.memsz then
+          s[1] = s[1] - (ph.vaddr - ph.offset)
+          out[#out + 1] = s
+          break
+        end
+      end
+    end
+    list = out
+  end
+  if plt_from then
+    local pe, pf = open_file(plt_from)
+    if pe then
+      for _, x in ipairs(plt_symbols(pe, pf)) do list[#list + 1] = x end
+      pf:close()
+    end
+  end
+  return M.finish(list)
 end
 
 return M

@@ -30,7 +30,8 @@
 -- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
 -- address is turned at once into a space and a non-negative number below
 -- 2^53 by split() below: the only code that knows the representation.
-local elfsyms = require "perfev.symbols.elf"
+local elfsyms = require "perfev.elf"
+local buildid = require "perfev.perfdata.buildid"
 local kallsyms = require "perfev.symbols.kallsyms"
 
 local M = {}
@@ -275,10 +276,7 @@ function Sym:kernel_table()
     path = "/proc/kallsyms"
     local want = self.build_ids["[kernel.kallsyms]"]
     if want then
-      local f = io.open("/sys/kernel/notes", "rb")
-      local notes = f and f:read("a")
-      if f then f:close() end
-      local have = notes and elfsyms.parse_notes(notes, false)
+      local have = buildid.of_kernel()
       if have and have ~= want then
         path = ("%s/[kernel.kallsyms]/%s/kallsyms"):format(self.debug_dir, tohex(want))
       end
