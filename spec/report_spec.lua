@@ -64,10 +64,13 @@ local function agree(mine, theirs)
     local sa = a[ev]
     assert(sa, "perfev report lacks the section of event " .. ev)
     assert.same(sb.header, sa.header)
-    assert.equal(sb.n, sa.n)
+    assert.is_true(math.abs(sb.n - sa.n) <= 2, ("event %s: %d rows against perf's %d"):format(ev, sa.n, sb.n))
     for key, pb in pairs(sb.rows) do
-      local pa = sa.rows[key]
-      assert(pa, ("event %s: perf's row %q is missing"):format(ev, key))
+      -- a row perfev lacks counts as 0%: within the same 0.5 points
+      -- (perf 6.1 sometimes shows a corrupt kernel frame of a callchain,
+      -- one sample, as a row of its own)
+      local pa = sa.rows[key] or {}
+      if not sa.rows[key] then for i = 1, #pb do pa[i] = 0 end end
       assert.equal(#pb, #pa)
       for i = 1, #pb do
         assert(math.abs(pa[i] - pb[i]) <= 0.5,
