@@ -30,6 +30,7 @@ build = {
             "csrc/attr_bytes.c",
             "csrc/attr_fields.c",
             "csrc/clock.c",
+            "csrc/compat.c",
             "csrc/consts.c",
             "csrc/core.c",
             "csrc/cursor.c",

@@ -1,66 +1,218 @@
-/* Lua version compatibility: perfev is written against the Lua 5.4 API and
- * these rename-style shims let the same sources build for 5.3 and LuaJIT
- * 2.1 (whose headers already declare several 5.2 functions). */
+/* The one C compatibility layer: perfev is written against the Lua 5.4 API;
+ * this header lets the same sources build, with -Werror, for Lua 5.3 and
+ * LuaJIT 2.1 (Debian's luajit and OpenResty's luajit2), and refuses the
+ * runtimes it does not support (PUC Lua 5.1 and 5.2) at build time.
+ *
+ * Three kinds of shim:
+ *  - 5.2/5.3 functions LuaJIT lacks, or has with another return type
+ *    (lua_getfield & co. return void there): same name, 5.3 meaning;
+ *  - user values (5.4 has several per userdata, 5.3 one, LuaJIT an
+ *    environment table): perfev_newuserdata/perfev_getiuservalue/
+ *    perfev_setiuservalue;
+ *  - 64-bit values: perfev_pushu64/perfev_pushi64/perfev_tou64. On 5.3+
+ *    they are lua_Integer. LuaJIT's numbers are doubles, so a value above
+ *    2^53 comes back as a uint64_t (int64_t) cdata, and such a cdata is read
+ *    back exact: never a silent rounding (doc/runtimes.md). */
 #ifndef PERFEV_COMPAT_H
 #define PERFEV_COMPAT_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <lua.h>
 #include <lauxlib.h>
 
-#if LUA_VERSION_NUM < 502
-#  ifndef LUA_OK
-#    define LUA_OK 0
+/* LuaJIT says LUA_VERSION_NUM 501; its own header tells it from PUC 5.1. */
+#if LUA_VERSION_NUM == 501 && defined(__has_include)
+#  if __has_include(<luajit.h>)
+#    include <luajit.h>
 #  endif
-#  define lua_rawlen(L, i) lua_objlen((L), (i))
-#  ifndef luaL_newlib
-#    define luaL_newlibtable(L, l) lua_createtable((L), 0, sizeof(l) / sizeof((l)[0]) - 1)
-#    define luaL_newlib(L, l) (luaL_newlibtable((L), (l)), luaL_setfuncs((L), (l), 0))
-#  endif
-/* LuaJIT 2.1 declares luaL_setfuncs, luaL_testudata and luaL_setmetatable;
- * plain Lua 5.1 lacks them and is not supported. */
-#  define lua_getuservalue(L, i) lua_getfenv((L), (i))
-#  define lua_setuservalue(L, i) lua_setfenv((L), (i))
-#  define lua_absindex(L, i) ((i) > 0 || (i) <= LUA_REGISTRYINDEX ? (i) : lua_gettop(L) + (i) + 1)
-/* 5.1's lua_getfield, lua_rawget and lua_rawgeti return nothing; from 5.3
- * on they return the type of the value pushed, which the core tests. */
-static inline int perfev_getfield(lua_State *L, int i, const char *k)
-{
-  lua_getfield(L, i, k);
-  return lua_type(L, -1);
-}
-static inline int perfev_rawget(lua_State *L, int i)
-{
-  lua_rawget(L, i);
-  return lua_type(L, -1);
-}
-static inline int perfev_rawgeti(lua_State *L, int i, lua_Integer n)
-{
-  lua_rawgeti(L, i, (int)n);
-  return lua_type(L, -1);
-}
-#  define lua_getfield(L, i, k) perfev_getfield((L), (i), (k))
-#  define lua_rawget(L, i) perfev_rawget((L), (i))
-#  define lua_rawgeti(L, i, n) perfev_rawgeti((L), (i), (n))
-/* LuaJIT's io library keeps a FILE * first in its file userdata (and NULL
- * once closed), under the same LUA_FILEHANDLE name. */
-#  include <stdio.h>
-#  include <lualib.h>
-typedef struct { FILE *f; } luaL_Stream;
-#  define PERFEV_STREAM_CLOSED(s) ((s)->f == NULL)
 #endif
 
-#ifndef PERFEV_STREAM_CLOSED
-#  define PERFEV_STREAM_CLOSED(s) ((s)->closef == NULL)
+#if defined(LUAJIT_VERSION_NUM) || defined(LUAJIT_VERSION)
+#  define PERFEV_LUAJIT 1
+#elif LUA_VERSION_NUM < 503
+#  error "perfev supports Lua 5.3, Lua 5.4 and LuaJIT 2.1 (Debian's luajit, OpenResty's luajit2); these are Lua 5.1/5.2 headers: build with LUA=lua5.4, lua5.3 or luajit"
+#else
+#  define PERFEV_LUAJIT 0
 #endif
 
-#if LUA_VERSION_NUM < 503
-/* Numbers above 2^53 lose precision on 5.1/5.2/LuaJIT: documented in README. */
-#  define lua_isinteger(L, i) (lua_type((L), (i)) == LUA_TNUMBER)
+#if PERFEV_LUAJIT
+
+#include <lualib.h>   /* LUA_FILEHANDLE */
+
+#ifndef LUA_OK
+#  define LUA_OK 0
 #endif
+/* lua_type() of a cdata (LuaJIT's LUA_TCDATA, not in its public headers). */
+#define PERFEV_TCDATA 10
+
+/* 5.3 returns the pushed value's type from these; LuaJIT returns nothing.
+ * A function-like macro is not expanded inside itself: the inner call is
+ * LuaJIT's function. */
+#define lua_getfield(L, i, k) (lua_getfield((L), (i), (k)), lua_type((L), -1))
+#define lua_rawget(L, i) (lua_rawget((L), (i)), lua_type((L), -1))
+#define lua_rawgeti(L, i, n) (lua_rawgeti((L), (i), (int)(n)), lua_type((L), -1))
+#define lua_rawseti(L, i, n) lua_rawseti((L), (i), (int)(n))
+#define lua_gettable(L, i) (lua_gettable((L), (i)), lua_type((L), -1))
+
+#define lua_rawlen(L, i) lua_objlen((L), (i))
+#define lua_absindex(L, i) \
+  ((i) > 0 || (i) <= LUA_REGISTRYINDEX ? (i) : lua_gettop(L) + (i) + 1)
+
+static inline int perfev_compat_geti(lua_State *L, int idx, lua_Integer n)
+{
+  idx = lua_absindex(L, idx);
+  lua_pushinteger(L, n);
+  return lua_gettable(L, idx);
+}
+#define lua_geti(L, i, n) perfev_compat_geti((L), (i), (n))
+
+static inline void perfev_compat_seti(lua_State *L, int idx, lua_Integer n)
+{
+  idx = lua_absindex(L, idx);
+  lua_pushinteger(L, n);
+  lua_insert(L, -2);
+  lua_settable(L, idx);
+}
+#define lua_seti(L, i, n) perfev_compat_seti((L), (i), (n))
+
+/* Rotates the elements from idx to the top n places towards the top
+ * (n < 0: towards idx), as 5.3's lua_rotate. */
+static inline void perfev_compat_rotate(lua_State *L, int idx, int n)
+{
+  int top = lua_gettop(L), len;
+  idx = lua_absindex(L, idx);
+  len = top - idx + 1;
+  if (len <= 0)
+    return;
+  n %= len;
+  if (n < 0)
+    n += len;
+  for (int i = 0; i < n; i++)
+    lua_insert(L, idx);   /* the top element moves down to idx */
+}
+#define lua_rotate(L, i, n) perfev_compat_rotate((L), (i), (n))
+
+/* A number with an integral value (LuaJIT has no integer subtype). */
+static inline int perfev_compat_isinteger(lua_State *L, int idx)
+{
+  lua_Number d;
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    return 0;
+  d = lua_tonumber(L, idx);
+  return d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (lua_Number)(int64_t)d;
+}
+#define lua_isinteger(L, i) perfev_compat_isinteger((L), (i))
+
+static inline lua_Integer perfev_compat_len(lua_State *L, int idx)
+{
+  return (lua_Integer)lua_objlen(L, idx);
+}
+#define luaL_len(L, i) perfev_compat_len((L), (i))
+
+/* luaL_tolstring: __tostring when there is one, else the usual forms. */
+static inline const char *perfev_compat_tolstring(lua_State *L, int idx, size_t *len)
+{
+  idx = lua_absindex(L, idx);
+  if (luaL_callmeta(L, idx, "__tostring")) {
+    if (!lua_isstring(L, -1))
+      luaL_error(L, "'__tostring' must return a string");
+  } else {
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+    case LUA_TSTRING:
+      lua_pushvalue(L, idx);
+      break;
+    case LUA_TBOOLEAN:
+      lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false");
+      break;
+    case LUA_TNIL:
+      lua_pushliteral(L, "nil");
+      break;
+    default:
+      lua_pushfstring(L, "%s: %p", luaL_typename(L, idx), lua_topointer(L, idx));
+      break;
+    }
+  }
+  return lua_tolstring(L, -1, len);
+}
+#define luaL_tolstring(L, i, len) perfev_compat_tolstring((L), (i), (len))
+
+/* User values: LuaJIT keeps one environment table per userdata, and only
+ * a table. The value is kept in slot 1 of a table of its own, so any value
+ * (nil, another userdata) is kept as on 5.3/5.4. Every perfev userdata that
+ * reads its user value has set it when it was made. */
+#define perfev_newuserdata(L, sz) lua_newuserdata((L), (sz))
+static inline int perfev_getiuservalue(lua_State *L, int idx)
+{
+  lua_getfenv(L, idx);
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  return lua_type(L, -1);
+}
+static inline void perfev_setiuservalue(lua_State *L, int idx)
+{
+  idx = lua_absindex(L, idx);
+  lua_createtable(L, 1, 0);
+  lua_insert(L, -2);
+  lua_rawseti(L, -2, 1);
+  lua_setfenv(L, idx);
+}
+#define lua_getuservalue(L, i) perfev_getiuservalue((L), (i))
+#define lua_setuservalue(L, i) perfev_setiuservalue((L), (i))
+
+/* Lua file handles (io.open): LuaJIT's starts with the FILE *, NULL once
+ * closed (its struct IOFileUD). */
+typedef struct perfev_stream perfev_stream;
+static inline FILE *perfev_stream_file(perfev_stream *s)
+{
+  return *(FILE **)(void *)s;
+}
+
+/* ---- 64-bit values on LuaJIT (compat.c) ---- */
+#define PERFEV_EXACT_MAX 9007199254740992.0   /* 2^53: above it doubles skip integers */
+void perfev_push_u64_cdata(lua_State *L, uint64_t v);
+void perfev_push_i64_cdata(lua_State *L, int64_t v);
+/* A uint64_t/int64_t cdata at idx: its 64 bits in *out, returns 1; else 0. */
+int perfev_cdata_u64(lua_State *L, int idx, uint64_t *out);
+
+static inline void perfev_pushu64(lua_State *L, uint64_t v)
+{
+  if (v <= ((uint64_t)1 << 53))
+    lua_pushnumber(L, (lua_Number)v);
+  else
+    perfev_push_u64_cdata(L, v);
+}
+static inline void perfev_pushi64(lua_State *L, int64_t v)
+{
+  if (v >= -((int64_t)1 << 53) && v <= ((int64_t)1 << 53))
+    lua_pushnumber(L, (lua_Number)v);
+  else
+    perfev_push_i64_cdata(L, v);
+}
+/* The exact integer at idx, in two's complement: a number with an integral
+ * value no larger than 2^53 in magnitude (a larger double may already have
+ * been rounded: pass a uint64_t cdata, 0x8000000000000001ULL), or a
+ * uint64_t/int64_t cdata. Returns 0 for anything else. */
+static inline int perfev_tou64(lua_State *L, int idx, uint64_t *out)
+{
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    lua_Number d = lua_tonumber(L, idx);
+    if (!(d >= -PERFEV_EXACT_MAX && d <= PERFEV_EXACT_MAX) || d != (lua_Number)(int64_t)d)
+      return 0;
+    *out = (uint64_t)(int64_t)d;
+    return 1;
+  }
+  return lua_type(L, idx) == PERFEV_TCDATA && perfev_cdata_u64(L, idx, out);
+}
+
+#else /* Lua 5.3 and 5.4 */
+
+#define PERFEV_TCDATA (-2)   /* no such type: never equals lua_type() */
 
 #if LUA_VERSION_NUM < 504
 #  define perfev_newuserdata(L, sz) lua_newuserdata((L), (sz))
-#  define perfev_getiuservalue(L, i) (lua_getuservalue((L), (i)), lua_type((L), -1))
+#  define perfev_getiuservalue(L, i) lua_getuservalue((L), (i))
 #  define perfev_setiuservalue(L, i) lua_setuservalue((L), (i))
 #else
 #  define perfev_newuserdata(L, sz) lua_newuserdatauv((L), (sz), 1)
@@ -68,6 +220,49 @@ typedef struct { FILE *f; } luaL_Stream;
 #  define perfev_setiuservalue(L, i) lua_setiuservalue((L), (i), 1)
 #endif
 
-/* __close only exists from 5.4 on; registering it elsewhere is harmless. */
+/* Lua file handles (io.open): luaL_Stream, closef NULL once closed. */
+typedef struct perfev_stream perfev_stream;
+static inline FILE *perfev_stream_file(perfev_stream *s)
+{
+  luaL_Stream *ls = (luaL_Stream *)(void *)s;
+  return ls->closef ? ls->f : NULL;
+}
+
+/* 64-bit integers are Lua integers: a u64 above 2^63 reads as negative. */
+static inline void perfev_pushu64(lua_State *L, uint64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+}
+static inline void perfev_pushi64(lua_State *L, int64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+}
+static inline int perfev_tou64(lua_State *L, int idx, uint64_t *out)
+{
+  int ok = 0;
+  lua_Integer i = lua_tointegerx(L, idx, &ok);
+  if (ok)
+    *out = (uint64_t)i;
+  return ok;
+}
+
+#endif
+
+/* A Lua file handle (io.open, io.tmpfile) at idx; raises when idx is not
+ * one. perfev_stream_file() gives its FILE *, NULL once closed. */
+static inline perfev_stream *perfev_checkstream(lua_State *L, int idx)
+{
+  return (perfev_stream *)luaL_checkudata(L, idx, LUA_FILEHANDLE);
+}
+
+/* Like luaL_checkinteger for a 64-bit field: exact or an error naming arg. */
+static inline uint64_t perfev_checku64(lua_State *L, int arg)
+{
+  uint64_t v = 0;
+  if (!perfev_tou64(L, arg, &v))
+    luaL_argerror(L, arg, PERFEV_LUAJIT ? "integer expected (a number up to 2^53, or a uint64_t/int64_t cdata)"
+                                         : "integer expected");
+  return v;
+}
 
 #endif
