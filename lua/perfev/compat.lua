@@ -1,0 +1,373 @@
+-- perfev.compat: the one module through which perfev's Lua code runs the
+-- same on Lua 5.3, Lua 5.4 and LuaJIT 2.1 (Debian's luajit, OpenResty's
+-- luajit2). It refuses PUC Lua 5.1 and 5.2 when it is loaded.
+--
+-- 64-bit values follow the C core's rule (doc/runtimes.md): on Lua 5.3+
+-- they are integers (a u64 above 2^63 reads as negative); on LuaJIT a value
+-- whose magnitude is at most 2^53 is a number, a larger one a uint64_t
+-- (int64_t for signed fields) cdata, so nothing is ever rounded. Every
+-- function here takes either form and returns the same rule's form.
+--
+--   band bor bxor bnot lshift rshift btest   64-bit bit operations
+--   idiv(a, b)              floor division (a // b)
+--   ult(a, b)               unsigned a < b (math.ult)
+--   isinteger(v)            an exact integer (math.type(v) == "integer")
+--   tointeger(v)            v as an exact integer, or nil (math.tointeger)
+--   u64(v)                  v as a 64-bit value (uint64_t cdata on LuaJIT)
+--   hex(v), udec(v)         exact unsigned hexadecimal / decimal text
+--   tostring(v)             exact decimal text (signed, as the value is held)
+--   normalize(v)            a 64-bit cdata back to a number when exact
+--   key(v)                  a table key with value semantics (cdata keys
+--                           are compared by identity on LuaJIT)
+--   pack, unpack, packsize  string.pack & co. (integers, floats, strings)
+--   table_unpack, table_pack, rawlen
+local M = {}
+
+local floor = math.floor
+
+M.luajit = type(rawget(_G, "jit")) == "table"
+if not M.luajit and (_VERSION == "Lua 5.1" or _VERSION == "Lua 5.2") then
+  error("perfev supports Lua 5.3, Lua 5.4 and LuaJIT 2.1 (Debian's luajit, OpenResty's luajit2); "
+        .. "this is " .. _VERSION, 0)
+end
+M.runtime = M.luajit and rawget(_G, "jit").version or _VERSION
+
+M.table_unpack = table.unpack or rawget(_G, "unpack")
+M.table_pack = table.pack or function(...) return { n = select("#", ...), ... } end
+M.rawlen = rawget(_G, "rawlen") or function(v) return #v end
+
+local EXACT = 2 ^ 53
+
+if not M.luajit then
+  -- Lua 5.3+: the native operators, compiled here so that LuaJIT never
+  -- parses them.
+  local ops = assert(load([[
+    return function(a, b) return a & b end, function(a, b) return a | b end,
+           function(a, b) return a ~ b end, function(a) return ~a end,
+           function(a, n) return a << n end, function(a, n) return a >> n end,
+           function(a, b) return a // b end, function(a, b) return a & b ~= 0 end
+  ]], "=perfev.compat"))
+  M.band, M.bor, M.bxor, M.bnot, M.lshift, M.rshift, M.idiv, M.btest = ops()
+  M.ult = math.ult
+  M.isinteger = function(v) return math.type(v) == "integer" end
+  M.tointeger = function(v) return type(v) == "number" and math.tointeger(v) or nil end
+  M.u64 = function(v) return M.tointeger(v) end
+  M.hex = function(v) return ("%x"):format(v) end
+  M.tostring = function(v)
+    if math.type(v) == "float" then return ("%.0f"):format(v) end
+    return tostring(v)
+  end
+  -- Unsigned decimal: a negative integer is a u64 above 2^63.
+  local udiv10 = assert(load("return function(v) return (v >> 1) // 5 end", "=perfev.compat"))()
+  M.udec = function(v)
+    if math.type(v) == "float" then v = math.tointeger(v) end
+    if v >= 0 then return tostring(v) end
+    local q = udiv10(v)
+    return tostring(q) .. tostring(v - q * 10)
+  end
+  M.key = function(v) return v end
+  M.normalize = function(v) return v end
+  M.pack, M.unpack, M.packsize = string.pack, string.unpack, string.packsize
+  return M
+end
+
+-- ---- LuaJIT ----
+local ffi = require "ffi"
+local bit = require "bit"
+local u64_t, i64_t = ffi.typeof("uint64_t"), ffi.typeof("int64_t")
+local istype, cast = ffi.istype, ffi.cast
+local tonum = tonumber
+
+local function is64(v) return type(v) == "cdata" and (istype(u64_t, v) or istype(i64_t, v)) end
+
+-- A cdata result back to the rule's form: a number when exact.
+local U_EXACT, I_EXACT, I_NEXACT = u64_t(2 ^ 53), i64_t(2 ^ 53), i64_t(-2 ^ 53)
+local function norm(v)
+  if istype(u64_t, v) then
+    if v <= U_EXACT then return tonum(v) end
+    return v
+  end
+  if v >= I_NEXACT and v <= I_EXACT then return tonum(v) end
+  return v
+end
+M.normalize = function(v) if is64(v) then return norm(v) end return v end
+
+local function exact_number(v)
+  return type(v) == "number" and v == floor(v) and v >= -EXACT and v <= EXACT
+end
+
+-- v as a uint64_t cdata, or an error naming what it is.
+local function to64(v, level)
+  if type(v) == "number" then
+    if exact_number(v) then return u64_t(i64_t(v)) end
+    error(("perfev.compat: %s is not an exact integer (above 2^53 a double may already be "
+           .. "rounded: write it as a uint64_t, e.g. 0x8000000000000001ULL)"):format(tostring(v)),
+          (level or 1) + 1)
+  end
+  if is64(v) then return u64_t(v) end
+  error("perfev.compat: expected an integer, got " .. type(v), (level or 1) + 1)
+end
+
+local function small(v) return type(v) == "number" and v >= 0 and v < 4294967296 and v == floor(v) end
+local U32 = 4294967296
+
+function M.band(a, b)
+  if small(a) and small(b) then return bit.band(a, b) % U32 end
+  return norm(bit.band(to64(a, 2), to64(b, 2)))
+end
+function M.bor(a, b)
+  if small(a) and small(b) then return bit.bor(a, b) % U32 end
+  return norm(bit.bor(to64(a, 2), to64(b, 2)))
+end
+function M.bxor(a, b)
+  if small(a) and small(b) then return bit.bxor(a, b) % U32 end
+  return norm(bit.bxor(to64(a, 2), to64(b, 2)))
+end
+function M.bnot(a) return norm(bit.bnot(to64(a, 2))) end
+function M.lshift(a, n)
+  if n >= 64 or n <= -64 then return 0 end
+  if n < 0 then return M.rshift(a, -n) end
+  return norm(bit.lshift(to64(a, 2), n))
+end
+function M.rshift(a, n)
+  if n >= 64 or n <= -64 then return 0 end
+  if n < 0 then return M.lshift(a, -n) end
+  return norm(bit.rshift(to64(a, 2), n))
+end
+function M.btest(a, b) return M.band(a, b) ~= 0 end
+
+function M.idiv(a, b)
+  if type(a) == "number" and type(b) == "number" then return floor(a / b) end
+  -- 64-bit: as signed when either side is negative, as Lua 5.3's // does
+  local sa, sb = i64_t(to64(a, 2)), i64_t(to64(b, 2))
+  local q = sa / sb
+  if (sa % sb ~= 0) and ((sa < 0) ~= (sb < 0)) then q = q - 1 end
+  return norm(q)
+end
+
+function M.ult(a, b)
+  if type(a) == "number" and type(b) == "number" and a >= 0 and b >= 0 then return a < b end
+  return to64(a, 2) < to64(b, 2)
+end
+
+function M.isinteger(v) return exact_number(v) or is64(v) end
+function M.tointeger(v)
+  if exact_number(v) then return v end
+  if is64(v) then return norm(v) end
+  return nil
+end
+function M.u64(v)
+  if type(v) == "number" and not exact_number(v) then return nil end
+  return to64(v, 2)
+end
+
+function M.hex(v)
+  if type(v) == "number" then
+    if v >= 0 then return ("%x"):format(v) end
+  end
+  local s = bit.tohex(to64(v, 2), 16):gsub("^0+", "")
+  return s == "" and "0" or s
+end
+function M.tostring(v)
+  if type(v) == "number" then return ("%.0f"):format(v) end
+  return (tostring(v):gsub("U?LL$", ""))
+end
+function M.udec(v)
+  if type(v) == "number" and v >= 0 then return ("%.0f"):format(v) end
+  return (tostring(to64(v, 2)):gsub("ULL$", ""))
+end
+function M.key(v)
+  if type(v) == "cdata" then return M.tostring(v) end
+  return v
+end
+
+-- ---- string.pack/unpack for LuaJIT: the formats perfev uses ----
+-- Options: < > = ! (endianness; no alignment), b B h H i[n] I[n] l L j J T
+-- (integers, n in 1..8), f d n (floats), s[n] z c[n] (strings), x (a
+-- padding byte), spaces.
+local LITTLE = ffi.abi("le")
+local SIZES = { b = 1, B = 1, h = 2, H = 2, l = 8, L = 8, j = 8, J = 8, T = 8, i = 4, I = 4 }
+local u8p = ffi.typeof("const uint8_t *")
+local P = {
+  [1] = ffi.typeof("const uint8_t *"), [2] = ffi.typeof("const uint16_t *"),
+  [4] = ffi.typeof("const uint32_t *"), [8] = ffi.typeof("const uint64_t *"),
+}
+local buf = ffi.new("union { uint64_t u; int64_t i; double d; float f; uint8_t b[8]; }")
+
+local parsed = {}
+
+local function parse(fmt)
+  local items = parsed[fmt]
+  if items then return items end
+  items = {}
+  local little, pos = LITTLE, 1
+  while pos <= #fmt do
+    local c = fmt:sub(pos, pos)
+    local n = fmt:match("^%d+", pos + 1)
+    pos = pos + 1 + (n and #n or 0)
+    n = n and tonum(n)
+    if c == "<" then little = true
+    elseif c == ">" then little = false
+    elseif c == "=" then little = LITTLE
+    elseif c == "!" or c == " " then
+      little = little -- no alignment: perfev's formats are packed
+    elseif SIZES[c] then
+      local size = (c == "i" or c == "I") and n or SIZES[c]
+      if size < 1 or size > 8 or size == 7 then
+        error("perfev.compat: integral size (" .. size .. ") out of limits [1,8] (7 is not supported)", 3)
+      end
+      items[#items + 1] = { k = "int", size = size, signed = c:lower() == c,
+                            little = little }
+    elseif c == "f" or c == "d" or c == "n" then
+      items[#items + 1] = { k = c == "f" and "f" or "d", size = c == "f" and 4 or 8, little = little }
+    elseif c == "s" then items[#items + 1] = { k = "s", size = n or 8, little = little }
+    elseif c == "z" then items[#items + 1] = { k = "z" }
+    elseif c == "c" then
+      if not n then error("perfev.compat: missing size for format option 'c'", 3) end
+      items[#items + 1] = { k = "c", size = n }
+    elseif c == "x" then items[#items + 1] = { k = "x", size = 1 }
+    else error("perfev.compat: invalid format option '" .. c .. "'", 3) end
+  end
+  parsed[fmt] = items
+  return items
+end
+
+-- The unsigned integer of `size` bytes at p (0-based), in that byte order.
+local function read_uint(s, p, size, little)
+  if size == 8 or size == 4 or size == 2 or size == 1 then
+    local v = cast(P[size], cast(u8p, s) + p)[0]
+    if little ~= LITTLE and size > 1 then
+      if size == 8 then v = bit.bswap(v)
+      elseif size == 4 then v = bit.bswap(v) % U32
+      else v = bit.rshift(bit.bswap(v), 16) end
+    end
+    return v
+  end
+  local v = 0
+  for i = size, 1, -1 do
+    local b = s:byte(p + (little and i or size - i + 1))
+    v = v * 256 + b
+  end
+  return v
+end
+
+function M.unpack(fmt, s, init)
+  local items = parse(fmt)
+  local pos = init or 1
+  if pos < 0 then pos = #s + pos + 1 end
+  local out, n = {}, 0
+  for i = 1, #items do
+    local it = items[i]
+    local k, size = it.k, it.size
+    if k == "z" then
+      local e = s:find("\0", pos, true)
+      if not e then error("perfev.compat: unfinished string for format 'z'", 2) end
+      n = n + 1; out[n] = s:sub(pos, e - 1); pos = e + 1
+    else
+      if pos - 1 + (size or 0) > #s then error("perfev.compat: data string too short", 2) end
+      if k == "int" then
+        local v = read_uint(s, pos - 1, size, it.little)
+        if size == 8 then
+          if it.signed then v = i64_t(v) end
+          v = norm(v)
+        elseif it.signed and v >= 2 ^ (8 * size - 1) then
+          v = v - 2 ^ (8 * size)
+        end
+        n = n + 1; out[n] = v; pos = pos + size
+      elseif k == "f" or k == "d" then
+        local raw = s:sub(pos, pos + size - 1)
+        if it.little ~= LITTLE then raw = raw:reverse() end
+        ffi.copy(buf.b, raw, size)
+        n = n + 1; out[n] = k == "f" and tonum(buf.f) or tonum(buf.d); pos = pos + size
+      elseif k == "s" then
+        local len = read_uint(s, pos - 1, size, it.little)
+        len = tonum(len)
+        pos = pos + size
+        if pos - 1 + len > #s then error("perfev.compat: data string too short", 2) end
+        n = n + 1; out[n] = s:sub(pos, pos + len - 1); pos = pos + len
+      elseif k == "c" then
+        n = n + 1; out[n] = s:sub(pos, pos + size - 1); pos = pos + size
+      else -- x
+        pos = pos + 1
+      end
+    end
+  end
+  n = n + 1; out[n] = pos
+  return M.table_unpack(out, 1, n)
+end
+
+local function int_bytes(v, size, signed, little, argn)
+  local w
+  if type(v) == "number" then
+    if not exact_number(v) then
+      error(("bad argument #%d to 'pack' (number has no exact integer representation%s)")
+            :format(argn, math.abs(v) > EXACT and v == floor(v) and ": above 2^53 use a uint64_t cdata" or ""), 3)
+    end
+    w = i64_t(v)
+  elseif is64(v) then
+    w = i64_t(v)
+  else
+    error(("bad argument #%d to 'pack' (number expected, got %s)"):format(argn, type(v)), 3)
+  end
+  if size < 8 then
+    local lim = 2 ^ (8 * size)
+    local x = tonum(w)
+    if signed and (x < -lim / 2 or x >= lim / 2) then
+      error(("bad argument #%d to 'pack' (integer overflow)"):format(argn), 3)
+    elseif not signed and (x < 0 or x >= lim) then
+      error(("bad argument #%d to 'pack' (unsigned overflow)"):format(argn), 3)
+    end
+  end
+  buf.i = w
+  local raw = ffi.string(buf.b, 8)
+  if LITTLE then raw = raw:sub(1, size) else raw = raw:sub(9 - size) end
+  if little ~= LITTLE then raw = raw:reverse() end
+  return raw
+end
+
+function M.pack(fmt, ...)
+  local items = parse(fmt)
+  local parts, argn = {}, 0
+  for i = 1, #items do
+    local it = items[i]
+    local k = it.k
+    if k == "x" then parts[i] = "\0"
+    else
+      argn = argn + 1
+      local v = select(argn, ...)
+      if k == "int" then
+        parts[i] = int_bytes(v, it.size, it.signed, it.little, argn + 1)
+      elseif k == "f" or k == "d" then
+        if type(v) ~= "number" then error(("bad argument #%d to 'pack' (number expected)"):format(argn + 1), 2) end
+        if k == "f" then buf.f = v else buf.d = v end
+        local raw = ffi.string(buf.b, it.size)
+        parts[i] = it.little ~= LITTLE and raw:reverse() or raw
+      elseif k == "s" then
+        if type(v) ~= "string" then error(("bad argument #%d to 'pack' (string expected)"):format(argn + 1), 2) end
+        parts[i] = int_bytes(#v, it.size, false, it.little, argn + 1) .. v
+      elseif k == "z" then
+        if type(v) ~= "string" or v:find("\0", 1, true) then
+          error(("bad argument #%d to 'pack' (string contains zeros)"):format(argn + 1), 2)
+        end
+        parts[i] = v .. "\0"
+      else -- c
+        if type(v) ~= "string" or #v > it.size then
+          error(("bad argument #%d to 'pack' (string longer than given size)"):format(argn + 1), 2)
+        end
+        parts[i] = v .. ("\0"):rep(it.size - #v)
+      end
+    end
+  end
+  return table.concat(parts)
+end
+
+function M.packsize(fmt)
+  local total = 0
+  for _, it in ipairs(parse(fmt)) do
+    if it.k == "s" or it.k == "z" then error("perfev.compat: variable-length format", 2) end
+    total = total + it.size
+  end
+  return total
+end
+
+return M
