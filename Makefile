@@ -114,10 +114,10 @@ VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppression
 all: $(CORE)
 
 # ---- the C core ----
-$(CORE): $(OBJS) | $(NEED_DEPS)
+$(CORE): $(OBJS) csrc/exports.map | $(NEED_DEPS)
 	$(if $(SRCS),,$(error no csrc/*.c to build))
 	@mkdir -p $(@D)
-	$(CC) -shared $(LDFLAGS) -o $@ $(OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=csrc/exports.map -o $@ $(OBJS)
 
 build/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
@@ -297,6 +297,31 @@ fuzz-perfdata: build/fuzz/perfdata_fuzz
 	@echo "== fuzz perfdata: $(FUZZ_SECONDS)s"
 	build/fuzz/perfdata_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_PERFDATA_MAX_LEN) -print_final_stats=1 \
 	  -artifact_prefix=fuzz/crashes/perfdata- $(FUZZ_FLAGS) build/fuzz/corpus/perfdata fuzz/corpus/perfdata
+
+# ---- static library and the embedding example (doc/embedding.md) ----
+# build/libperfev.a holds one relocatable object whose only global symbol is
+# luaopen_perfev_core: the core's internal names cannot clash with a host's.
+# The host links Lua statically, as game engines do, with -Wl,-E so that C
+# modules loaded later (cjson.so) find Lua's API in the executable.
+STATIC_LIB := build/libperfev.a
+EMBED_HOST := build/embed/host
+EMBED_LUA_LIBS = -Wl,-Bstatic $(shell pkg-config --libs-only-l '$(LUA_PC)') -Wl,-Bdynamic -lm -ldl -Wl,-E
+
+.PHONY: static embed
+static: $(STATIC_LIB)
+embed: $(EMBED_HOST)
+
+$(STATIC_LIB): $(OBJS) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(LD) -r -o build/perfev-static.o $(OBJS)
+	objcopy --keep-global-symbol=luaopen_perfev_core build/perfev-static.o
+	rm -f $@
+	$(AR) rcs $@ build/perfev-static.o
+
+$(EMBED_HOST): examples/embed/host.c $(STATIC_LIB) $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -o $@ $< $(STATIC_LIB) \
+	  $(LDFLAGS) $(EMBED_LUA_LIBS)
 
 # ---- install ----
 install: all

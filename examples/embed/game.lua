@@ -1,0 +1,47 @@
+-- The Lua side of examples/embed/host.c: a game's scripting layer that
+-- measures every frame with one group read. The host calls
+--   local game = dofile("game.lua")   -- this file returns the table below
+--   game.frame(n)                     -- once per frame, after its update
+--   game.read()                       -- one g:read(t) alone (timed by the host)
+--   game.close()                      -- before lua_close
+-- Nothing here allocates per frame: g:read(t) refills the same table.
+local perfev = require "perfev"
+
+local EVENTS = { "task-clock", "page-faults", "context-switches" }
+
+local g = assert(perfev.group(EVENTS))
+local t = g:read()            -- the table every frame refills
+local total = { frames = 0 }
+for _, name in ipairs(EVENTS) do total[name] = 0 end
+local last = {}
+for _, name in ipairs(EVENTS) do last[name] = 0 end
+
+g:enable()
+
+local game = {}
+
+-- The counts of this frame (since the previous one) go to the totals.
+function game.frame()
+  g:read(t)
+  for i = 1, #EVENTS do
+    local name = EVENTS[i]
+    local v = t[i]
+    total[name] = total[name] + (v - last[name])
+    last[name] = v
+  end
+  total.frames = total.frames + 1
+end
+
+function game.read() g:read(t) end
+
+-- The leader's fd, for the host's raw read(2) of the same group.
+function game.leader_fd() return g:events()[1]:fileno() end
+
+function game.totals() return total end
+
+function game.close()
+  g:disable()
+  g:close()
+end
+
+return game

@@ -1,0 +1,88 @@
+-- examples/embed: a C host (a game loop) that links perfev's core
+-- statically and Lua statically, built with `make embed` for the runtime
+-- running this suite (make test passes its LUA/LUA_PC in PERFEV_MAKE_ARGS).
+local shell = require "spec.support.shell"
+local C = require "perfev.compat"
+
+local FRAMES = 300
+local FRAME_PAGES = 16   -- host.c touches this many fresh pages a frame
+local EVENTS = 3         -- game.lua's group
+
+local function make_args()
+  local args = os.getenv("PERFEV_MAKE_ARGS")
+  if args and args ~= "" then return args end
+  if C.luajit then return "LUA=luajit LUA_PC=luajit" end
+  return ("LUA=lua%s"):format(_VERSION:match("%d+%.%d+"))
+end
+
+-- Runs cmd; returns its output and exit status (from the shell: LuaJIT's
+-- popen:close() does not report it).
+local function run(cmd)
+  local out = shell.sh(cmd .. " 2>&1; echo \"exit=$?\"")
+  local status = tonumber(out:match("exit=(%d+)%s*$"))
+  return out:gsub("exit=%d+%s*$", ""), status
+end
+
+local function fields(out)
+  local t = {}
+  for k, v in out:gmatch("([%w_]+)=([^\n]*)") do t[k] = tonumber(v) or v end
+  return t
+end
+
+local LPATH = "LUA_PATH='lua/?.lua;lua/?/init.lua;;'"
+
+describe("examples/embed: a game-loop host linking perfev statically", function()
+  local built, build_out
+  setup(function()
+    build_out, built = run("make -s embed " .. make_args())
+  end)
+
+  it("builds with make embed", function()
+    assert.are.equal(0, built, build_out)
+  end)
+
+  it("reads the group once a frame, counts the frames' work, and leaves no fd behind", function()
+    local out, status = run(LPATH .. " build/embed/host examples/embed/game.lua " .. FRAMES)
+    assert.are.equal(0, status, out)
+    local f = fields(out)
+    assert.are.equal(FRAMES, f.frames)
+    -- every frame maps and touches FRAME_PAGES fresh pages
+    assert.is_true(f.page_faults >= FRAMES * FRAME_PAGES, out)
+    assert.is_true(f.task_clock_ns > 0, out)
+    assert.is_true(f.context_switches >= 0, out)
+    assert.are.equal(f.fds_before + EVENTS, f.fds_during, out)
+    assert.are.equal(f.fds_before, f.fds_after, out)
+    print(("\nembed (%s): %d frames, g:read(t) %d ns per frame read, raw read(2) of the same group %d ns "
+           .. "(ratio %.2f), fds %d -> %d -> %d")
+          :format(f.runtime, f.frames, f.read_ns, f.raw_read_ns, f.ratio, f.fds_before, f.fds_during, f.fds_after))
+  end)
+
+  it("exports Lua's API from the host (-Wl,-E) so that shared C modules load beside the static core", function()
+    local cjson_dir = C.luajit and "5.1" or _VERSION:match("%d+%.%d+")
+    if not shell.exists("/usr/lib/x86_64-linux-gnu/lua/" .. cjson_dir .. "/cjson.so") then
+      pending("lua-cjson for Lua " .. cjson_dir .. " is not installed (make deps installs it)")
+      return
+    end
+    local dir = shell.tmpdir()
+    local script = dir .. "/game.lua"
+    local f = assert(io.open(script, "w"))
+    f:write('local game = dofile("examples/embed/game.lua")\n',
+            'assert(require("cjson").encode({ 1, 2 }) == "[1,2]")\n',
+            'return game\n')
+    f:close()
+    local out, status = run(LPATH .. " build/embed/host " .. script .. " 10")
+    shell.rmdir(dir)
+    assert.are.equal(0, status, out)
+    assert.are.equal(10, fields(out).frames)
+  end)
+
+  it("links a static library whose only global symbol is luaopen_perfev_core", function()
+    local out, status = run("nm -g --defined-only build/libperfev.a | grep ' [A-Z] '")
+    assert.are.equal(0, status, out)
+    assert.are.same({ "luaopen_perfev_core" }, (function()
+      local names = {}
+      for name in out:gmatch(" [A-Z] ([%w_]+)") do names[#names + 1] = name end
+      return names
+    end)())
+  end)
+end)
