@@ -323,6 +323,27 @@ $(EMBED_HOST): examples/embed/host.c $(STATIC_LIB) $(FLAGS_STAMP) | $(NEED_DEPS)
 	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -o $@ $< $(STATIC_LIB) \
 	  $(LDFLAGS) $(EMBED_LUA_LIBS)
 
+# ---- the core for nginx: built against LuaJIT beside the $(LUA) build ----
+# OpenResty's ngx_http_lua runs LuaJIT: build/luajit/perfev/core.so is the
+# core compiled against NGX_LUA_PC's headers (examples/openresty, its spec).
+NGX_LUA_PC ?= luajit
+NGX_CORE   := build/luajit/perfev/core.so
+NGX_OBJS   := $(SRCS:csrc/%.c=build/luajit/obj/%.o)
+NGX_LUA_CFLAGS = $(shell pkg-config --cflags '$(NGX_LUA_PC)')
+
+.PHONY: core-luajit
+core-luajit: $(NGX_CORE)
+
+$(NGX_CORE): $(NGX_OBJS) csrc/exports.map | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=csrc/exports.map -o $@ $(NGX_OBJS)
+
+build/luajit/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(NGX_LUA_CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(NGX_OBJS:.o=.d)
+
 # ---- install ----
 install: all
 	install -d '$(DESTDIR)$(INSTALL_CMOD)/perfev'

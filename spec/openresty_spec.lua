@@ -1,0 +1,215 @@
+-- examples/openresty for real: Debian's nginx with libnginx-mod-http-lua
+-- (OpenResty's ngx_http_lua on LuaJIT) runs examples/openresty/nginx.conf
+-- from its own prefix directory on 127.0.0.1 at a free port, takes 1000
+-- requests, and serves perfev.resty's metrics, which promtool (Prometheus's
+-- own parser and linter) checks. Whichever runtime runs the suite, nginx
+-- loads the core built against LuaJIT (make core-luajit).
+local shell = require "spec.support.shell"
+
+local REQUESTS = 1000
+local CLIENTS = 4
+local WORKERS = 2        -- worker_processes in nginx.conf
+local EVENTS = 3         -- perfev.resty's default group
+
+local REPO = assert(os.getenv("PWD"))
+local NGINX = "/usr/sbin/nginx"
+local MODULE = "/usr/lib/nginx/modules/ngx_http_lua_module.so"
+
+-- Output and exit status of a shell command (the status from the shell:
+-- LuaJIT's popen:close() does not report it).
+local function run(cmd)
+  local out = shell.sh(cmd .. " 2>&1; echo \"exit=$?\"")
+  local status = tonumber(out:match("exit=(%d+)%s*$"))
+  return (out:gsub("exit=%d+%s*$", "")), status
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+end
+
+local function free_port()
+  local out = run("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                  .. "print(s.getsockname()[1])'")
+  return assert(tonumber(out:match("%d+")), "no free port: " .. out)
+end
+
+local function fds(pid)
+  local out = shell.sh("ls /proc/" .. pid .. "/fd 2>/dev/null")
+  local n = 0
+  for _ in out:gmatch("%d+") do n = n + 1 end
+  return n
+end
+
+local function perf_fds(pid)
+  local out = shell.sh("ls -l /proc/" .. pid .. "/fd 2>/dev/null")
+  local n = 0
+  for _ in out:gmatch("perf_event") do n = n + 1 end
+  return n
+end
+
+local function workers(master)
+  local out = shell.sh("ps -o pid= --ppid " .. master)
+  local t = {}
+  for pid in out:gmatch("%d+") do t[#t + 1] = tonumber(pid) end
+  table.sort(t)
+  return t
+end
+
+-- Polls cond() up to `tries` times, 50 ms apart; returns its last result.
+local function eventually(cond, tries)
+  local r
+  for _ = 1, tries or 100 do
+    r = cond()
+    if r then return r end
+    shell.sh("sleep 0.05")
+  end
+  return r
+end
+
+-- The value of metric{uri="uri"} in an exposition text.
+local function metric(text, name, uri)
+  local v = text:match("\n" .. name .. '{uri="' .. uri:gsub("%p", "%%%0") .. '"} (%S+)')
+  return tonumber(v)
+end
+
+-- Why this spec cannot run here, or nil.
+local function blocker()
+  if not shell.exists(NGINX) or not shell.exists(MODULE) then
+    return "nginx with libnginx-mod-http-lua is not installed (make deps installs them)"
+  end
+  local out, status = run("make -s core-luajit")
+  if status ~= 0 then
+    return "the C core does not build on LuaJIT yet (make core-luajit): "
+           .. (out:match("[^\n]*error[^\n]*") or out:sub(1, 300))
+  end
+  out, status = run("luajit -e \"package.path='lua/?.lua;lua/?/init.lua;'..package.path "
+                    .. "package.cpath='build/luajit/?.so;'..package.cpath require 'perfev.resty'\"")
+  if status ~= 0 then
+    return "perfev's Lua layer does not load on LuaJIT yet: " .. (out:match("[^\n]+") or out)
+  end
+  return nil
+end
+
+describe("examples/openresty: perfev.resty in nginx", function()
+  local why = blocker()
+  if why then
+    pending(why)
+    return
+  end
+
+  local prefix, port, master
+  setup(function()
+    prefix = shell.tmpdir()
+    port = free_port()
+    local out, status = run(("mkdir -p %s/logs %s/lib && ln -s %s/lua %s/lua && ln -s %s/build/luajit/perfev %s")
+      :format(prefix, prefix, REPO, prefix, REPO, prefix .. "/lib/perfev"))
+    assert(status == 0, out)
+    local conf = assert(shell.read_file(REPO .. "/examples/openresty/nginx.conf"))
+    local n
+    conf, n = conf:gsub("listen 127%.0%.0%.1:8080;", "listen 127.0.0.1:" .. port .. ";")
+    assert(n == 1, "nginx.conf has one listen 127.0.0.1:8080")
+    write(prefix .. "/nginx.conf", conf)
+    -- as root the workers would switch to nobody; perf_event_paranoid here
+    -- may refuse kernel-side counts to it (doc/openresty.md)
+    out, status = run(("%s -p %s -c %s/nginx.conf -g 'user root;'"):format(NGINX, prefix, prefix))
+    assert(status == 0, out)
+    master = tonumber(eventually(function() return shell.read_file(prefix .. "/logs/nginx.pid") end))
+    assert(master, "nginx wrote no pid file")
+  end)
+
+  teardown(function()
+    if master then
+      shell.sh("kill -QUIT " .. master)
+      eventually(function() return not shell.exists("/proc/" .. master) end)
+      if shell.exists("/proc/" .. master) then shell.sh("kill -KILL " .. master) end
+    end
+    shell.rmdir(prefix)
+  end)
+
+  it("serves 1000 requests with no error, constant fds per worker, and counts that grow with the work", function()
+    -- every worker has run init_worker_by_lua and holds its group
+    local ws = eventually(function()
+      local t = workers(master)
+      if #t ~= WORKERS then return nil end
+      for _, w in ipairs(t) do if perf_fds(w) ~= EVENTS then return nil end end
+      return t
+    end)
+    assert(ws, "nginx did not start " .. WORKERS .. " workers holding " .. EVENTS .. " perf fds each: "
+           .. (shell.read_file(prefix .. "/logs/error.log") or ""))
+    local before = {}
+    for _, w in ipairs(ws) do before[w] = fds(w) end
+
+    -- CLIENTS curls in parallel, each REQUESTS / CLIENTS requests on one
+    -- keep-alive connection, light and heavy in turn
+    local base = "http://127.0.0.1:" .. port
+    local cmds = {}
+    for c = 1, CLIENTS do
+      local lines = {}
+      for i = 1, REQUESTS / CLIENTS do
+        lines[#lines + 1] = ('url = "%s/work/%s"\noutput = "/dev/null"'):format(base, i % 2 == 0 and "heavy" or "light")
+      end
+      write(("%s/client%d.cfg"):format(prefix, c), table.concat(lines, "\n") .. "\n")
+      cmds[c] = ("curl -s -K %s/client%d.cfg -w '%%{http_code}\\n' > %s/client%d.out &")
+        :format(prefix, c, prefix, c)
+    end
+    run(table.concat(cmds, " ") .. " wait")
+    local codes = {}
+    for c = 1, CLIENTS do
+      for code in (shell.read_file(("%s/client%d.out"):format(prefix, c)) or ""):gmatch("%d+") do
+        codes[code] = (codes[code] or 0) + 1
+      end
+    end
+    assert.are.same({ ["200"] = REQUESTS }, codes)
+
+    -- the same workers, each back to its fds once the connections closed
+    assert.are.same(ws, workers(master))
+    local after = eventually(function()
+      local t = {}
+      for _, w in ipairs(ws) do
+        t[w] = fds(w)
+        if t[w] ~= before[w] then return nil end
+      end
+      return t
+    end) or (function()
+      local t = {}
+      for _, w in ipairs(ws) do t[w] = fds(w) end
+      return t
+    end)()
+    assert.are.same(before, after)
+
+    local text, status = run("curl -s " .. base .. "/metrics")
+    assert.are.equal(0, status)
+    if shell.have("promtool") then
+      local out, lint = run(("printf '%%s' %s | promtool check metrics"):format(shell.quote(text)))
+      assert.are.equal(0, lint, out)
+    end
+    local P = "perfev_request_"
+    local n_light, n_heavy = metric(text, P .. "requests_total", "/work/light"),
+                             metric(text, P .. "requests_total", "/work/heavy")
+    assert.are.equal(REQUESTS / 2, n_light, text)
+    assert.are.equal(REQUESTS / 2, n_heavy, text)
+    local function avg(name, uri, n) return metric(text, P .. name, uri) / n end
+    local cpu_l, cpu_h = avg("task_clock_seconds_total", "/work/light", n_light),
+                         avg("task_clock_seconds_total", "/work/heavy", n_heavy)
+    local pf_l, pf_h = avg("page_faults_total", "/work/light", n_light),
+                       avg("page_faults_total", "/work/heavy", n_heavy)
+    local cs_l, cs_h = avg("context_switches_total", "/work/light", n_light),
+                       avg("context_switches_total", "/work/heavy", n_heavy)
+    assert.is_true(cpu_h > 2 * cpu_l, ("task-clock per request: heavy %g s, light %g s"):format(cpu_h, cpu_l))
+    -- heavy maps a fresh 4 MiB string: about 1024 faults
+    assert.is_true(pf_h > 100 and pf_h > 10 * pf_l, ("page faults per request: heavy %g, light %g"):format(pf_h, pf_l))
+    -- heavy sleeps 1 ms: its worker blocks at least once
+    assert.is_true(cs_h >= 1 and cs_h > cs_l, ("context switches per request: heavy %g, light %g"):format(cs_h, cs_l))
+
+    local log = shell.read_file(prefix .. "/logs/error.log") or ""
+    assert.is_nil(log:match("%[error%][^\n]*") or log:match("%[crit%][^\n]*") or log:match("%[alert%][^\n]*"))
+
+    local fd_text = {}
+    for _, w in ipairs(ws) do fd_text[#fd_text + 1] = ("%d: %d -> %d"):format(w, before[w], after[w]) end
+    print(("\nopenresty: %d requests, 0 errors, fds per worker %s; per request light/heavy: "
+           .. "task-clock %.3f/%.3f ms, page faults %.1f/%.1f, context switches %.2f/%.2f")
+          :format(REQUESTS, table.concat(fd_text, ", "), cpu_l * 1e3, cpu_h * 1e3, pf_l, pf_h, cs_l, cs_h))
+  end)
+end)
