@@ -62,14 +62,19 @@ ROCKSPEC  := perfev-scm-1.rockspec
 FLAGS_STAMP := build/flags.stamp
 
 # ---- what `deps` checks (KIND:WHAT:DEBIAN-PACKAGE, see tools/deps.sh) ----
+# LUA=luajit is OpenResty's LuaJIT (Debian's luajit2: the one nginx's lua
+# module runs); Debian's own luajit conflicts with it and is tested unpacked
+# beside it (make test-luajit-debian).
 ifneq ($(filter luajit%,$(notdir $(LUA))),)
-LUA_DEB     ?= luajit
-LUA_DEV_DEB ?= libluajit-5.1-dev
+LUA_DEB     ?= luajit2
+LUA_DEV_DEB ?= libluajit2-5.1-dev
 LUA_H       ?= /usr/include/luajit-2.1/lua.h
+LUA_CMOD_DIR ?= 5.1
 else
 LUA_DEB     ?= $(notdir $(LUA))
 LUA_DEV_DEB ?= lib$(notdir $(LUA))-dev
 LUA_H       ?= /usr/include/$(notdir $(LUA))/lua.h
+LUA_CMOD_DIR ?= $(patsubst lua%,%,$(notdir $(LUA)))
 endif
 DEPS := cmd:$(LUA):$(LUA_DEB) \
         file:$(LUA_H):$(LUA_DEV_DEB) \
@@ -89,7 +94,14 @@ DEPS := cmd:$(LUA):$(LUA_DEB) \
         lua:$(LUA)/term:lua-term \
         cmd:go:golang-go \
         cmd:chromium:chromium \
-        cmd:npm:npm
+        cmd:npm:npm \
+        cmd:objcopy:binutils \
+        cmd:luajit:luajit2 \
+        file:/usr/include/luajit-2.1/lua.h:libluajit2-5.1-dev \
+        cmd:nginx:nginx \
+        file:/usr/lib/nginx/modules/ngx_http_lua_module.so:libnginx-mod-http-lua \
+        cmd:curl:curl \
+        cmd:promtool:prometheus
 DEPS_CHECK := cmd:$(VALGRIND):valgrind
 DEPS_ROCK  := cmd:$(LUAROCKS):luarocks
 
@@ -167,8 +179,12 @@ deps-rock: deps
 	@sh tools/deps.sh $(DEPS_FLAGS) $(DEPS_ROCK)
 
 # ---- the two commands of the README ----
+# The specs that build more (examples/embed) call make with these, so that
+# nothing is rebuilt for another Lua.
+SPEC_MAKE_ARGS = LUA='$(LUA)' LUA_PC='$(LUA_PC)' LUA_CFLAGS='$(LUA_CFLAGS)' EMBED_LUA_LIBS='$(EMBED_LUA_LIBS)'
+
 test: deps all spec-helpers
-	env -u PERFEV_CHECK LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='$(TEST_CPATH);;' \
+	env -u PERFEV_CHECK PERFEV_MAKE_ARGS="$(SPEC_MAKE_ARGS)" LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='$(TEST_CPATH);;' \
 	  $(BUSTED_RUN) --lpath='$(RUN_LPATH)' --cpath='$(TEST_CPATH)' $(BUSTED_FLAGS) spec
 
 demo: deps all
@@ -206,6 +222,8 @@ rockspec: | $(NEED_DEPS)
 rockspec-check: | $(NEED_DEPS)
 	@$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) | diff -u $(ROCKSPEC) - >&2 || \
 	  { echo "lint: $(ROCKSPEC) does not list csrc/*.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
+	@if command -v $(LUAROCKS) >/dev/null 2>&1; then echo "$(LUAROCKS) lint $(ROCKSPEC)"; $(LUAROCKS) lint $(ROCKSPEC); \
+	else echo "lint: $(LUAROCKS) not installed, 'luarocks lint' skipped"; fi
 
 # ---- check: sanitizers, then valgrind ----
 check: check-asan check-valgrind
@@ -346,25 +364,18 @@ build/luajit/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 
 # ---- install ----
 install: all
-	install -d '$(DESTDIR)$(INSTALL_CMOD)/perfev'
-	install -m 0755 $(CORE) '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so'
-	@set -e; for f in $(LUA_MODS); do \
-	  echo "install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
-	  install -D -m 0644 $$f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
-	done
+	sh tools/install.sh install '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)' $(CORE) $(LUA_MODS)
 	@# the perfev command, its first line naming the Lua it was built for
 	@mkdir -p build
 	sed '1s|.*|#!$(if $(findstring /,$(LUA)),$(LUA),/usr/bin/env $(LUA))|' bin/perfev > build/perfev.bin
-	install -D -m 0755 build/perfev.bin '$(DESTDIR)$(INSTALL_BIN)/perfev'
+	@d='$(DESTDIR)$(INSTALL_BIN)'; if [ ! -d "$$d" ]; then mkdir -p "$$d"; \
+	  echo "$$d" >> '$(DESTDIR)$(INSTALL_LMOD)/perfev/.installed-dirs'; fi
+	install -m 0755 build/perfev.bin '$(DESTDIR)$(INSTALL_BIN)/perfev'
 
+# Removes what install put there and the directories it created.
 uninstall:
-	rm -f '$(DESTDIR)$(INSTALL_CMOD)/perfev/core.so' '$(DESTDIR)$(INSTALL_BIN)/perfev'
-	@set -e; for f in $(LUA_MODS); do \
-	  echo "rm -f '$(DESTDIR)$(INSTALL_LMOD)/$${f#lua/}'"; \
-	  rm -f '$(DESTDIR)$(INSTALL_LMOD)/'"$${f#lua/}"; \
-	done
-	rmdir '$(DESTDIR)$(INSTALL_LMOD)/perfev/stat' '$(DESTDIR)$(INSTALL_LMOD)/perfev/cli' 2>/dev/null || true
-	rmdir '$(DESTDIR)$(INSTALL_CMOD)/perfev' '$(DESTDIR)$(INSTALL_LMOD)/perfev' 2>/dev/null || true
+	rm -f '$(DESTDIR)$(INSTALL_BIN)/perfev'
+	sh tools/install.sh uninstall '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)'
 
 clean:
 	rm -rf build

@@ -12,12 +12,16 @@ description = {
 perfev makes Linux perf events a Lua library: counting like `perf stat`,
 sampling through the mmap ring buffer like `perf record`, breakpoints and
 tracepoints, with a C core (perfev.core) and a Lua layer (perfev).
+Runs on Lua 5.3, Lua 5.4 and LuaJIT 2.1 (Debian's and OpenResty's); PUC
+Lua 5.1 and 5.2 are refused at build time. LuaRocks names LuaJIT "lua
+5.1": hence the dependency below, which PUC 5.1/5.2 do not get past.
 ]==],
-   labels = { "linux", "perf", "profiling" },
+   license = "MIT",
+   labels = { "linux", "perf", "profiling", "luajit", "openresty" },
 }
 supported_platforms = { "linux" }
 dependencies = {
-   "lua >= 5.1",
+   "lua >= 5.1, < 5.5",
    "argparse",      -- the perfev command (bin/perfev)
    "lua-cjson",     -- perfev stat -j
 }
@@ -71,6 +75,7 @@ build = {
       ["perfev.cli.report"] = "lua/perfev/cli/report.lua",
       ["perfev.cli.run"] = "lua/perfev/cli/run.lua",
       ["perfev.cli.stat"] = "lua/perfev/cli/stat.lua",
+      ["perfev.compat"] = "lua/perfev/compat.lua",
       ["perfev.elf"] = "lua/perfev/elf.lua",
       ["perfev.fs"] = "lua/perfev/fs.lua",
       ["perfev.group"] = "lua/perfev/group.lua",
@@ -115,6 +120,7 @@ build = {
       ["perfev.report"] = "lua/perfev/report.lua",
       ["perfev.report.keys"] = "lua/perfev/report/keys.lua",
       ["perfev.report.stdio"] = "lua/perfev/report/stdio.lua",
+      ["perfev.resty"] = "lua/perfev/resty.lua",
       ["perfev.sampler"] = "lua/perfev/sampler.lua",
       ["perfev.spec"] = "lua/perfev/spec.lua",
       ["perfev.stat"] = "lua/perfev/stat.lua",

@@ -30,7 +30,7 @@
 
 #if defined(LUAJIT_VERSION_NUM) || defined(LUAJIT_VERSION)
 #  define PERFEV_LUAJIT 1
-#elif LUA_VERSION_NUM < 503
+#elif defined(LUA_VERSION_NUM) && LUA_VERSION_NUM < 503
 #  error "perfev supports Lua 5.3, Lua 5.4 and LuaJIT 2.1 (Debian's luajit, OpenResty's luajit2); these are Lua 5.1/5.2 headers: build with LUA=lua5.4, lua5.3 or luajit"
 #else
 #  define PERFEV_LUAJIT 0
