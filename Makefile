@@ -8,8 +8,13 @@
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
 #   make install    PREFIX=/usr/local DESTDIR= (modules and bin/perfev) ; make uninstall ; make clean
+#   make static     build/libperfev.a ; make embed: examples/embed's host
+#   make core-luajit  the core for nginx's LuaJIT (examples/openresty)
+#   make test-luajit-debian  the suite on Debian's luajit, unpacked in build/
 #
-# LUA=lua5.3 (or luajit) selects another Lua; LUA_PC is its pkg-config name.
+# Runtimes: LUA=lua5.4 (default), LUA=lua5.3, LUA=luajit (OpenResty's
+# luajit2, as nginx's lua module runs it): `make test LUA=luajit`. LUA_PC is
+# its pkg-config name (default: $(LUA)). Lua 5.1/5.2 are refused.
 # Modules are found from the repo root with
 #   LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
 
@@ -361,6 +366,31 @@ build/luajit/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(NGX_LUA_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(NGX_OBJS:.o=.d)
+
+# ---- Debian's own LuaJIT, beside OpenResty's ----
+# Debian's luajit/libluajit-5.1-dev conflict with luajit2/libluajit2-5.1-dev
+# (OpenResty's fork, which the installed nginx lua module may run): instead of
+# swapping the system's packages, apt-get download fetches Debian's and they
+# are unpacked under build/debian-luajit, where the whole suite runs on them.
+DEB_LUAJIT_DIR  := build/debian-luajit
+DEB_LUAJIT_DEBS := luajit libluajit-5.1-2 libluajit-5.1-dev libluajit-5.1-common
+DEB_LUAJIT_LIB   = $(abspath $(DEB_LUAJIT_DIR))/usr/lib/x86_64-linux-gnu
+DEB_LUAJIT       = $(abspath $(DEB_LUAJIT_DIR))/usr/bin/luajit
+
+.PHONY: debian-luajit test-luajit-debian
+debian-luajit: $(DEB_LUAJIT_DIR)/.unpacked
+
+$(DEB_LUAJIT_DIR)/.unpacked:
+	rm -rf $(DEB_LUAJIT_DIR) && mkdir -p $(DEB_LUAJIT_DIR)/debs
+	cd $(DEB_LUAJIT_DIR)/debs && apt-get download $(DEB_LUAJIT_DEBS)
+	for d in $(DEB_LUAJIT_DIR)/debs/*.deb; do dpkg-deb -x "$$d" $(DEB_LUAJIT_DIR); done
+	touch $@
+
+# The flags stamp rebuilds build/ for it (and back for the next plain make).
+test-luajit-debian: debian-luajit
+	LD_LIBRARY_PATH='$(DEB_LUAJIT_LIB)' $(MAKE) test LUA='$(DEB_LUAJIT)' LUA_PC=luajit \
+	  LUA_CFLAGS='-I$(abspath $(DEB_LUAJIT_DIR))/usr/include/luajit-2.1' \
+	  EMBED_LUA_LIBS='$(DEB_LUAJIT_LIB)/libluajit-5.1.a -lm -ldl -Wl,-E'
 
 # ---- install ----
 install: all
