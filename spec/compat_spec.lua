@@ -64,6 +64,19 @@ describe("perfev.compat", function()
     assert.is_nil(C.tointeger("x"))
   end)
 
+  it("reads 64-bit constants from their text, exactly", function()
+    assert.are.equal(C.hex(KADDR), C.hex(C.hex64("0xffffffff81000000")))
+    assert.are.equal("18446744073709551615", C.udec(C.dec64("18446744073709551615")))
+    assert.are.equal("9007199254740993", C.udec(C.dec64("9007199254740993")))
+    assert.are.equal(16, C.hex64("0x10"))
+    assert.are.equal("7fffffffffffffff", C.hex(C.maxinteger))
+    assert.are.equal("8000000000000000", C.hex(C.mininteger))
+    assert.are.equal("integer", C.math_type(3))
+    assert.are.equal("integer", C.math_type(CONFIG))
+    assert.are.equal("float", C.math_type(0.5))
+    assert.is_nil(C.math_type("3"))
+  end)
+
   it("gives 64-bit table keys value semantics", function()
     local t = {}
     t[C.key(C.bor(TOP, 1))] = "config"

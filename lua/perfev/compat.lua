@@ -12,7 +12,11 @@
 --   idiv(a, b)              floor division (a // b)
 --   ult(a, b)               unsigned a < b (math.ult)
 --   isinteger(v)            an exact integer (math.type(v) == "integer")
+--   math_type(v)            math.type: "integer" for an exact integer on LuaJIT
 --   tointeger(v)            v as an exact integer, or nil (math.tointeger)
+--   maxinteger, mininteger  the int64 limits (int64_t cdata on LuaJIT)
+--   hex64(s), dec64(s)      a 64-bit constant from its text, exact everywhere
+--                           (LuaJIT would round the literal 0xffffffff81000000)
 --   u64(v)                  v as a 64-bit value (uint64_t cdata on LuaJIT)
 --   hex(v), udec(v)         exact unsigned hexadecimal / decimal text
 --   tostring(v)             exact decimal text (signed, as the value is held)
@@ -50,7 +54,19 @@ if not M.luajit then
   M.band, M.bor, M.bxor, M.bnot, M.lshift, M.rshift, M.idiv, M.btest = ops()
   M.ult = math.ult
   M.isinteger = function(v) return math.type(v) == "integer" end
-  M.tointeger = function(v) return type(v) == "number" and math.tointeger(v) or nil end
+  M.math_type = math.type
+  M.tointeger = math.tointeger
+  M.maxinteger, M.mininteger = math.maxinteger, math.mininteger
+  -- the text's 64 bits as an integer (above 2^63: negative, as a u64 reads)
+  M.hex64 = function(s) return math.tointeger(tonumber(s)) end
+  M.dec64 = function(s)
+    local v = math.tointeger(tonumber(s))
+    if v then return v end
+    -- above 2^63 - 1: wrap as the u64 it is
+    local r = 0
+    for d in s:gmatch("%d") do r = r * 10 + tonumber(d) end
+    return r
+  end
   M.u64 = function(v) return M.tointeger(v) end
   M.hex = function(v) return ("%x"):format(v) end
   M.tostring = function(v)
@@ -152,6 +168,7 @@ end
 
 function M.isinteger(v) return exact_number(v) or is64(v) end
 function M.tointeger(v)
+  if type(v) == "string" then v = tonum(v) end
   if exact_number(v) then return v end
   if is64(v) then return norm(v) end
   return nil
@@ -159,6 +176,34 @@ end
 function M.u64(v)
   if type(v) == "number" and not exact_number(v) then return nil end
   return to64(v, 2)
+end
+
+function M.math_type(v)
+  if type(v) == "number" then
+    if exact_number(v) then return "integer" end
+    return "float"
+  end
+  if is64(v) then return "integer" end
+  return nil
+end
+M.maxinteger = bit.bnot(bit.lshift(i64_t(1), 63))
+M.mininteger = bit.lshift(i64_t(1), 63)
+
+-- The exact 64-bit value of a constant's text: a number when exact, else
+-- a uint64_t cdata.
+local function digits64(s, base)
+  local v = u64_t(0)
+  for d in s:gmatch("%w") do v = v * base + tonum(d, 16) end
+  return norm(v)
+end
+function M.hex64(s)
+  local h = s:match("^0[xX](%x+)$")
+  if not h then error("perfev.compat: not a hexadecimal constant: " .. tostring(s), 2) end
+  return digits64(h, 16)
+end
+function M.dec64(s)
+  if not s:match("^%d+$") then error("perfev.compat: not a decimal constant: " .. tostring(s), 2) end
+  return digits64(s, 10)
 end
 
 function M.hex(v)
