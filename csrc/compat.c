@@ -5,6 +5,8 @@
  * stores a cdata argument there. They are compiled once per lua_State, on
  * first use, and kept in the registry. Only values above 2^53 take this
  * path: about 100 ns a value (bench/u64.lua), against 4 ns for a number. */
+#include <stdarg.h>
+#include <string.h>
 #include "compat.h"
 
 #if PERFEV_LUAJIT
@@ -75,6 +77,96 @@ int perfev_cdata_u64(lua_State *L, int idx, uint64_t *out)
   if (ok)
     *out = *buf;
   return ok;
+}
+
+/* ---- lua_pushfstring / luaL_error with 5.3's formats ---- */
+
+static void add_formatted(luaL_Buffer *b, const char *fmt, va_list ap)
+{
+  char num[64];
+  const char *p;
+  while ((p = strchr(fmt, '%')) != NULL) {
+    luaL_addlstring(b, fmt, (size_t)(p - fmt));
+    switch (p[1]) {
+    case 's': {
+      const char *s = va_arg(ap, const char *);
+      luaL_addstring(b, s ? s : "(null)");
+      break;
+    }
+    case 'd':
+      snprintf(num, sizeof num, "%d", va_arg(ap, int));
+      luaL_addstring(b, num);
+      break;
+    case 'I':
+      snprintf(num, sizeof num, "%lld", (long long)va_arg(ap, lua_Integer));
+      luaL_addstring(b, num);
+      break;
+    case 'f':
+      snprintf(num, sizeof num, "%.14g", (double)va_arg(ap, lua_Number));
+      luaL_addstring(b, num);
+      break;
+    case 'p':
+      snprintf(num, sizeof num, "%p", va_arg(ap, void *));
+      luaL_addstring(b, num);
+      break;
+    case 'c':
+      luaL_addchar(b, (char)va_arg(ap, int));
+      break;
+    case 'U': {   /* a code point, as UTF-8 */
+      unsigned long c = (unsigned long)va_arg(ap, long);
+      if (c < 0x80) {
+        luaL_addchar(b, (char)c);
+      } else if (c < 0x800) {
+        luaL_addchar(b, (char)(0xc0 | (c >> 6)));
+        luaL_addchar(b, (char)(0x80 | (c & 0x3f)));
+      } else if (c < 0x10000) {
+        luaL_addchar(b, (char)(0xe0 | (c >> 12)));
+        luaL_addchar(b, (char)(0x80 | ((c >> 6) & 0x3f)));
+        luaL_addchar(b, (char)(0x80 | (c & 0x3f)));
+      } else {
+        luaL_addchar(b, (char)(0xf0 | ((c >> 18) & 0x07)));
+        luaL_addchar(b, (char)(0x80 | ((c >> 12) & 0x3f)));
+        luaL_addchar(b, (char)(0x80 | ((c >> 6) & 0x3f)));
+        luaL_addchar(b, (char)(0x80 | (c & 0x3f)));
+      }
+      break;
+    }
+    case '%':
+      luaL_addchar(b, '%');
+      break;
+    default:   /* as 5.3 would refuse it: keep it visible */
+      luaL_addlstring(b, p, p[1] ? 2 : 1);
+      break;
+    }
+    fmt = p[1] ? p + 2 : p + 1;
+  }
+  luaL_addstring(b, fmt);
+}
+
+const char *perfev_compat_pushfstring(lua_State *L, const char *fmt, ...)
+{
+  luaL_Buffer b;
+  va_list ap;
+  luaL_buffinit(L, &b);
+  va_start(ap, fmt);
+  add_formatted(&b, fmt, ap);
+  va_end(ap);
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+int perfev_compat_error(lua_State *L, const char *fmt, ...)
+{
+  luaL_Buffer b;
+  va_list ap;
+  luaL_where(L, 1);
+  luaL_buffinit(L, &b);
+  va_start(ap, fmt);
+  add_formatted(&b, fmt, ap);
+  va_end(ap);
+  luaL_pushresult(&b);
+  lua_concat(L, 2);
+  return lua_error(L);
 }
 
 #else

@@ -176,13 +176,18 @@ void perfev_push_i64_cdata(lua_State *L, int64_t v);
 /* A uint64_t/int64_t cdata at idx: its 64 bits in *out, returns 1; else 0. */
 int perfev_cdata_u64(lua_State *L, int idx, uint64_t *out);
 
+/* The rule for every 64-bit integer the core gives LuaJIT: a number when
+ * its value as a signed 64-bit integer is within +-2^53 (so 0xffffffff81000000
+ * reads -2130706432, as on 5.3+), else a uint64_t cdata of the same bits. */
 static inline void perfev_pushu64(lua_State *L, uint64_t v)
 {
-  if (v <= ((uint64_t)1 << 53))
-    lua_pushnumber(L, (lua_Number)v);
+  int64_t s = (int64_t)v;
+  if (s >= -((int64_t)1 << 53) && s <= ((int64_t)1 << 53))
+    lua_pushnumber(L, (lua_Number)s);
   else
     perfev_push_u64_cdata(L, v);
 }
+/* For a signed field: the same, but a large value is an int64_t cdata. */
 static inline void perfev_pushi64(lua_State *L, int64_t v)
 {
   if (v >= -((int64_t)1 << 53) && v <= ((int64_t)1 << 53))
@@ -205,6 +210,64 @@ static inline int perfev_tou64(lua_State *L, int idx, uint64_t *out)
   }
   return lua_type(L, idx) == PERFEV_TCDATA && perfev_cdata_u64(L, idx, out);
 }
+
+/* The integer API with 5.3's meaning and no rounding, so that the core's
+ * call sites are the same for every runtime:
+ *  - lua_pushinteger(n): perfev_pushu64's rule: a number within +-2^53,
+ *    else a uint64_t cdata of the same 64 bits (5.3 shows those bits as
+ *    an integer, a u64 above 2^63 negative);
+ *  - lua_tointegerx & co.: an integral number (at most 2^53 in magnitude)
+ *    or a 64-bit cdata; anything else is not an integer (LuaJIT's own
+ *    truncates 1.5 to 1, and cannot see a cdata). Numeric strings convert
+ *    as on 5.3. */
+static inline void perfev_compat_pushinteger(lua_State *L, lua_Integer n)
+{
+  perfev_pushu64(L, (uint64_t)n);
+}
+static inline lua_Integer perfev_compat_tointegerx(lua_State *L, int idx, int *isnum)
+{
+  uint64_t v = 0;
+  int ok = perfev_tou64(L, idx, &v);
+  if (!ok && lua_type(L, idx) == LUA_TSTRING) {
+    lua_Number d = lua_tonumber(L, idx);   /* 0 when not numeric */
+    if (lua_isnumber(L, idx) && d >= -PERFEV_EXACT_MAX && d <= PERFEV_EXACT_MAX &&
+        d == (lua_Number)(int64_t)d) {
+      v = (uint64_t)(int64_t)d;
+      ok = 1;
+    }
+  }
+  if (isnum)
+    *isnum = ok;
+  return ok ? (lua_Integer)v : 0;
+}
+static inline lua_Integer perfev_compat_checkinteger(lua_State *L, int arg)
+{
+  int ok = 0;
+  lua_Integer v = perfev_compat_tointegerx(L, arg, &ok);
+  if (!ok) {
+    if (lua_type(L, arg) == LUA_TNUMBER)
+      luaL_argerror(L, arg, "number has no exact integer representation (above 2^53: pass a uint64_t cdata)");
+    else
+      luaL_typerror(L, arg, "integer");
+  }
+  return v;
+}
+static inline lua_Integer perfev_compat_optinteger(lua_State *L, int arg, lua_Integer def)
+{
+  return lua_isnoneornil(L, arg) ? def : perfev_compat_checkinteger(L, arg);
+}
+#define lua_pushinteger(L, n) perfev_compat_pushinteger((L), (lua_Integer)(n))
+#define lua_tointegerx(L, i, isnum) perfev_compat_tointegerx((L), (i), (isnum))
+#define lua_tointeger(L, i) perfev_compat_tointegerx((L), (i), NULL)
+#define luaL_checkinteger(L, arg) perfev_compat_checkinteger((L), (arg))
+#define luaL_optinteger(L, arg, def) perfev_compat_optinteger((L), (arg), (def))
+
+/* lua_pushfstring and luaL_error with 5.3's formats (%I for a lua_Integer,
+ * %U, %f, %p, %c, %d, %s, %%), which LuaJIT's lack %I and %U of (compat.c). */
+const char *perfev_compat_pushfstring(lua_State *L, const char *fmt, ...);
+int perfev_compat_error(lua_State *L, const char *fmt, ...);
+#define lua_pushfstring perfev_compat_pushfstring
+#define luaL_error perfev_compat_error
 
 #else /* Lua 5.3 and 5.4 */
 

@@ -26,10 +26,20 @@ describe("perfev.compat", function()
     assert.are.equal("ffffffff", C.hex(C.rshift(KADDR, 32)))
     assert.are.equal(1, C.rshift(CONFIG, 63))
     assert.are.equal("1", C.hex(C.band(CONFIG, 1)))
+    assert.are.equal("ffffffff81000007", C.hex(C.bor(KADDR, 1, 2, 4)))
+    assert.are.equal(0x0f, C.band(0xff, 0x3f, 0x1f, 0x0f))
     assert.is_true(C.btest(CONFIG, 1))
     assert.is_false(C.btest(CONFIG, 2))
     -- the neighbour of 2^63 is a different value (a double would merge them)
     assert.are_not.equal(C.hex(TOP), C.hex(CONFIG))
+  end)
+
+  it("gives a 64-bit value whose signed value is within 2^53 as a number, as 5.3+ do", function()
+    -- a kernel address is a small negative number as a signed integer
+    assert.are.equal("number", type(KADDR))
+    assert.are.equal(-2130706432, KADDR)
+    assert.are.equal(-1, ALL)
+    assert.are.equal("-2130706432", C.tostring(KADDR))
   end)
 
   it("gives small results as plain numbers on every runtime", function()
@@ -137,10 +147,11 @@ describe("perfev.compat", function()
       pending("LuaJIT only: this runtime (" .. C.runtime .. ") has 64-bit integers, no cdata")
       return
     end
-    it("returns values above 2^53 as uint64_t cdata and takes them back", function()
+    it("returns values beyond +-2^53 as uint64_t cdata and takes them back", function()
       local ffi = require "ffi"
-      assert.are.equal("cdata", type(KADDR))
-      assert.is_true(ffi.istype("uint64_t", KADDR))
+      assert.are.equal("cdata", type(CONFIG))
+      assert.is_true(ffi.istype("uint64_t", CONFIG))
+      assert.are.equal("cdata", type(C.bxor(KADDR, TOP)))   -- 0x7fffffff81000000
       assert.are.equal("8000000000000001", C.hex(C.u64(CONFIG)))
       assert.are.equal("number", type(C.normalize(C.u64(5))))
     end)

@@ -4,11 +4,13 @@
 --
 -- 64-bit values follow the C core's rule (doc/runtimes.md): on Lua 5.3+
 -- they are integers (a u64 above 2^63 reads as negative); on LuaJIT a value
--- whose magnitude is at most 2^53 is a number, a larger one a uint64_t
--- (int64_t for signed fields) cdata, so nothing is ever rounded. Every
--- function here takes either form and returns the same rule's form.
+-- whose signed 64-bit value is within +-2^53 is a number (so
+-- 0xffffffff81000000 is -2130706432 on every runtime), any other a uint64_t
+-- cdata of the same bits, so nothing is ever rounded. Every function here
+-- takes either form and returns the same rule's form.
 --
 --   band bor bxor bnot lshift rshift btest   64-bit bit operations
+--                           (band, bor and bxor take two or more values)
 --   idiv(a, b)              floor division (a // b)
 --   ult(a, b)               unsigned a < b (math.ult)
 --   isinteger(v)            an exact integer (math.type(v) == "integer")
@@ -42,6 +44,16 @@ M.rawlen = rawget(_G, "rawlen") or function(v) return #v end
 
 local EXACT = 2 ^ 53
 
+-- f(a, b) extended to f(a, b, c, ...) (associative operations).
+function M.variadic(f)
+  return function(a, b, c, ...)
+    if c == nil then return f(a, b) end
+    local r = f(f(a, b), c)
+    for i = 1, select("#", ...) do r = f(r, (select(i, ...))) end
+    return r
+  end
+end
+
 if not M.luajit then
   -- Lua 5.3+: the native operators, compiled here so that LuaJIT never
   -- parses them.
@@ -52,6 +64,7 @@ if not M.luajit then
            function(a, b) return a // b end, function(a, b) return a & b ~= 0 end
   ]], "=perfev.compat"))
   M.band, M.bor, M.bxor, M.bnot, M.lshift, M.rshift, M.idiv, M.btest = ops()
+  M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor)
   M.ult = math.ult
   M.isinteger = function(v) return math.type(v) == "integer" end
   M.math_type = math.type
@@ -97,14 +110,11 @@ local tonum = tonumber
 local function is64(v) return type(v) == "cdata" and (istype(u64_t, v) or istype(i64_t, v)) end
 
 -- A cdata result back to the rule's form: a number when exact.
-local U_EXACT, I_EXACT, I_NEXACT = u64_t(2 ^ 53), i64_t(2 ^ 53), i64_t(-2 ^ 53)
+local I_EXACT, I_NEXACT = i64_t(2 ^ 53), i64_t(-2 ^ 53)
 local function norm(v)
-  if istype(u64_t, v) then
-    if v <= U_EXACT then return tonum(v) end
-    return v
-  end
-  if v >= I_NEXACT and v <= I_EXACT then return tonum(v) end
-  return v
+  local s = i64_t(v)
+  if s >= I_NEXACT and s <= I_EXACT then return tonum(s) end
+  return u64_t(v)
 end
 M.normalize = function(v) if is64(v) then return norm(v) end return v end
 
@@ -151,6 +161,7 @@ function M.rshift(a, n)
   return norm(bit.rshift(to64(a, 2), n))
 end
 function M.btest(a, b) return M.band(a, b) ~= 0 end
+M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor)
 
 function M.idiv(a, b)
   if type(a) == "number" and type(b) == "number" then return floor(a / b) end
