@@ -11,6 +11,7 @@
 local perfev = require "perfev"
 local raw = require "rawdecode"
 local B = require "bench.support"
+local compat = require "perfev.compat"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 5
 local SAMPLE = perfev.SAMPLE
@@ -73,22 +74,22 @@ end
 local function read_perf_data(path)
   local s = assert(B.read_file(path))
   local magic, _, attr_size, attrs_off, attrs_size, data_off, data_size =
-    string.unpack("<c8I8I8I8I8I8I8", s)
+    compat.unpack("<c8I8I8I8I8I8I8", s)
   assert(magic == "PERFILE2", path .. ": not a little-endian perf.data file")
   assert(attrs_size == attr_size, path .. ": this benchmark reads files of one event")
-  local sample_type, read_format, flags = string.unpack("<I8I8I8", s, attrs_off + 24 + 1)
+  local sample_type, read_format, flags = compat.unpack("<I8I8I8", s, attrs_off + 24 + 1)
   local attr = perfev.attr { type = "software", sample_type = sample_type, read_format = read_format,
-                             sample_id_all = (flags >> 18) & 1 == 1 }
+                             sample_id_all = compat.band(compat.rshift(flags, 18), 1) == 1 }
   return s:sub(data_off + 1, data_off + data_size), attr, sample_type
 end
 
 -- Without perf: the same kind of samples built here (host byte order),
 -- callchains of a user marker and 6 frames.
 local function synthetic(n)
-  local st = SAMPLE.IP | SAMPLE.TID | SAMPLE.TIME | SAMPLE.PERIOD | SAMPLE.CALLCHAIN
+  local st = compat.bor(SAMPLE.IP, SAMPLE.TID, SAMPLE.TIME, SAMPLE.PERIOD, SAMPLE.CALLCHAIN)
   local out = {}
   for i = 1, n do
-    out[i] = string.pack("=I4I2I2 I8 I4I4 I8 I8 I8 I8I8I8I8I8I8I8", 9, 2, 8 * 13,
+    out[i] = compat.pack("=I4I2I2 I8 I4I4 I8 I8 I8 I8I8I8I8I8I8I8", 9, 2, 8 * 13,
       0x401000 + i % 4096, 1000, 1000 + i % 3, 1000000 + 20000 * i, 20000,
       7, perfev.CONTEXT.USER, 0x401000, 0x401100, 0x401200, 0x401300, 0x401400, 0x401500)
   end

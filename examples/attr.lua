@@ -30,5 +30,6 @@ for _, k in ipairs(keys) do print(("  %-16s %s"):format(k, tostring(t[k]))) end
 print(select(2, pcall(function() a.precise_ip = 4 end)))
 print(select(2, pcall(function() a.sample_tpye = { "ip" } end)))
 
-local ev <close> = assert(perfev.open(a))
+local ev = assert(perfev.open(a))
 print(ev, "id " .. ev:id())
+ev:close()

@@ -11,6 +11,7 @@
 --
 -- From the repository: LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;'
 local perfev = require "perfev"
+local compat = require "perfev.compat"
 
 local HEX = { bp_addr = true, sample_type = true, sample_regs_user = true, branch_sample_type = true,
               probe_offset = true, kprobe_addr = true }
@@ -23,7 +24,7 @@ local function show(t)
   for _, k in ipairs(keys) do
     local v = t[k]
     if v ~= false and not (k == "precise_ip" and v == 0) then
-      if math.type(v) == "integer" and (k:match("^config") or HEX[k]) then v = ("0x%x"):format(v) end
+      if compat.math_type(v) == "integer" and (k:match("^config") or HEX[k]) then v = ("0x%x"):format(v) end
       parts[#parts + 1] = ("%s=%s"):format(k, type(v) == "table" and show(v) or tostring(v))
     end
   end

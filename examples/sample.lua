@@ -4,6 +4,7 @@
 --   LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' lua5.4 examples/sample.lua
 -- Needs perf_event_paranoid <= 2 for a user-space profile of one's own process.
 local perfev = require "perfev"
+local compat = require "perfev.compat"
 
 local function workload()
   local t, x = {}, 0
@@ -30,7 +31,7 @@ end
 
 local function where(maps, ip)
   for _, m in ipairs(maps) do
-    if math.ult(ip, m[2]) and not math.ult(ip, m[1]) then
+    if compat.ult(ip, m[2]) and not compat.ult(ip, m[1]) then
       return ("%s+0x%x"):format(m[4]:match("[^/]*$"), ip - m[1] + m[3])
     end
   end
@@ -40,7 +41,7 @@ end
 local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 100000,
                                 sample_type = { "ip", "tid", "time", "period" },
                                 exclude_kernel = true, disabled = true, wakeup_events = 64 })
-local ring <close> = assert(ev:mmap(64))
+local ring = assert(ev:mmap(64))
 
 local hits, total = {}, 0
 local function drain()
@@ -67,4 +68,5 @@ for i = 1, math.min(15, #ips) do
   local ip = ips[i]
   print(("%8d %6.2f%%  0x%016x %s"):format(hits[ip], 100 * hits[ip] / total, ip, where(maps, ip)))
 end
+ring:close()
 ev:close()

@@ -6,6 +6,7 @@
 -- minus one) and one to three records, their bytes given by perfev.encode.
 --   make fuzz-seed    (lua5.4 fuzz/seed.lua DIR, from the repo root, as root)
 local perfev = require "perfev"
+local compat = require "perfev.compat"
 local entries = dofile("fuzz/attrs.lua")
 
 local dir = assert(arg[1], "usage: seed.lua DIR")
@@ -42,7 +43,7 @@ local function sampled(sel, per_type)
     io.stderr:write(("seed: %s: cannot sample (%s), skipped\n"):format(e.name, err))
     return
   end
-  local ring <close> = assert(ev:mmap(64))
+  local ring = assert(ev:mmap(64))
   ev:enable()
   burn(60)
   os.execute("true")   -- a fork and an exit, seen by the task records
@@ -54,6 +55,7 @@ local function sampled(sel, per_type)
     rec.event = nil
     if n <= per_type then out[#out + 1] = perfev.encode(rec, ev) end
   end
+  ring:close()
   ev:close()
   -- one to three records a file, so that the fuzzer sees record sequences
   local i = 1
@@ -80,20 +82,20 @@ local branch = { hw_idx = 7,
 local function regs(mask)
   local a = perfev.attr { sample_type = { "regs_user" }, sample_regs_user = mask }
   local words = { 2 }
-  for i = 0, 63 do if mask & (1 << i) ~= 0 then words[#words + 1] = 0x1000 + i end end
-  local body = string.pack("=" .. ("I8"):rep(#words), table.unpack(words))
-  return perfev.decode(string.pack("=I4I2I2", 9, 0, 8 + #body) .. body, a)().regs_user
+  for i = 0, 63 do if compat.band(mask, compat.lshift(1, i)) ~= 0 then words[#words + 1] = 0x1000 + i end end
+  local body = compat.pack("=" .. ("I8"):rep(#words), compat.table_unpack(words))
+  return perfev.decode(compat.pack("=I4I2I2", 9, 0, 8 + #body) .. body, a)().regs_user
 end
 local function everything(sel, group)
   local f = entries[sel].fields
-  return with_trailer { type = "sample", cpumode = "kernel", exact_ip = true, ip = 0xffffffff81000010,
+  return with_trailer { type = "sample", cpumode = "kernel", exact_ip = true, ip = compat.hex64("0xffffffff81000010"),
     addr = 0xdead000, period = 4000, raw = "RAW!", stack_user = ("s"):rep(16), dyn_size = 12,
     weight = 300, var2_w = 5, var3_w = 6, data_src = 0x29080142, transaction = 3,
     phys_addr = 0x1234000, cgroup = 55, data_page_size = 4096, code_page_size = 4096, aux = "AUXDATA!",
     read = group and { time_enabled = 9, time_running = 8, { value = 1, id = 1, lost = 0 },
                                                            { value = 2, id = 2, lost = 1 } }
                   or { value = 5, time_running = 8, id = 1 },
-    callchain = { 0xffffffff81000010, 0x401000, 0x401100 },
+    callchain = { compat.hex64("0xffffffff81000010"), 0x401000, 0x401100 },
     callchain_contexts = { { context = "kernel", first = 1 }, { context = "user", first = 2 } },
     branch_stack = branch, regs_user = regs(f.sample_regs_user), regs_intr = regs(f.sample_regs_intr) }
 end
@@ -114,10 +116,11 @@ local side = {
   { type = "lost_samples", lost = 3 }, { type = "switch", switch_out = true, switch_out_preempt = true },
   { type = "switch_cpu_wide", next_prev_pid = 20, next_prev_tid = 21 },
   { type = "namespaces", namespaces = { { dev = 4, inode = 0xf0000098 }, { dev = 4, inode = 0xeffffffe } } },
-  { type = "ksymbol", addr = 0xffffffffc0000000, len = 256, ksym_type = 1, flags = 0, name = "bpf_prog_x" },
+  { type = "ksymbol", addr = compat.hex64("0xffffffffc0000000"), len = 256, ksym_type = 1, flags = 0,
+      name = "bpf_prog_x" },
   { type = "bpf_event", bpf_type = 1, flags = 0, prog_id = 77, tag = "TAGTAG!!" },
   { type = "cgroup", cgroup_id = 9, path = "/user.slice" },
-  { type = "text_poke", addr = 0xffffffff81000000, old_bytes = "\x90\x90", new_bytes = "\xe8\1\2\3\4" },
+  { type = "text_poke", addr = compat.hex64("0xffffffff81000000"), old_bytes = "\x90\x90", new_bytes = "\xe8\1\2\3\4" },
   { type = "aux_output_hw_id", hw_id = 6 },
   { type = "callchain_deferred", cookie = 42, callchain = { 0x401000, 0x402000 },
     callchain_contexts = { { context = "user", first = 1 } } },

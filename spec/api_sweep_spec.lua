@@ -7,6 +7,7 @@ local perfev = require "perfev"
 local pd = require "perfev.perfdata"
 local perfmap = require "perfev.perfmap"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local HERE = "spec/api_sweep_spec.lua"
 local RAW = { "attempt to index", "attempt to call", "attempt to perform", "attempt to compare",
@@ -53,9 +54,9 @@ local function sweep(label, f, before)
     local args = {}
     for i, b in ipairs(before) do args[i] = b end
     args[#args + 1] = v
-    local res = table.pack(pcall(f, table.unpack(args, 1, #args)))
+    local res = compat.table_pack(pcall(f, compat.table_unpack(args, 1, #args)))
     local what = ("%s(%s)"):format(label, name_of(v))
-    check(what, res[1], res[2], { table.unpack(res, 2, res.n) })
+    check(what, res[1], res[2], { compat.table_unpack(res, 2, res.n) })
     ::continue::
   end
 end
@@ -99,7 +100,7 @@ describe("wrong arguments to the Lua layer", function()
     obj = assert(make())
     obj:close()
     for _, m in ipairs(names) do
-      local res = table.pack(pcall(obj[m], obj))
+      local res = compat.table_pack(pcall(obj[m], obj))
       check(label .. ":" .. m .. " (closed)", res[1], res[2], {})
     end
   end
@@ -157,7 +158,7 @@ describe("wrong arguments to the Lua layer", function()
         "perfev.sampler: unknown option 'perod' (did you mean 'period'?)" },
       { function() return perfev.open("task-clock"):measure(42) end,
         "perfev: measure: expects a function to call, got integer 42" },
-      { function() return perfmap.open(math.maxinteger) end,
+      { function() return perfmap.open(compat.maxinteger) end,
         "perfev.perfmap.open: pid must be a process id" },
     }
     for _, c in ipairs(cases) do
@@ -180,7 +181,7 @@ describe("wrong arguments to the Lua layer", function()
     local s = assert(perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 })
     local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
     local ring = assert(ev:mmap(1))
-    for _, ms in ipairs { math.maxinteger, 2 ^ 31, -2 } do
+    for _, ms in ipairs { compat.maxinteger, 2 ^ 31, -2 } do
       assert.is_false((pcall(s.poll, s, ms)), "sampler " .. tostring(ms))
       assert.is_false((pcall(ring.poll, ring, ms)), "ring " .. tostring(ms))
     end

@@ -3,13 +3,14 @@
 -- clone(), bytes() and the `perf stat -vv` style dump.
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local SIZE = core.ATTR_SIZE_MAX
 
-local function u8(bytes, off) return (string.unpack("<I1", bytes, off + 1)) end
-local function u16(bytes, off) return (string.unpack("<I2", bytes, off + 1)) end
-local function u32(bytes, off) return (string.unpack("<I4", bytes, off + 1)) end
-local function u64(bytes, off) return (string.unpack("<i8", bytes, off + 1)) end
+local function u8(bytes, off) return (compat.unpack("<I1", bytes, off + 1)) end
+local function u16(bytes, off) return (compat.unpack("<I2", bytes, off + 1)) end
+local function u32(bytes, off) return (compat.unpack("<I4", bytes, off + 1)) end
+local function u64(bytes, off) return (compat.unpack("<i8", bytes, off + 1)) end
 
 -- include/uapi/linux/perf_event.h: whole fields, their offsets and sizes
 local LAYOUT = {
@@ -83,7 +84,7 @@ describe("perfev.core.attr", function()
         local name, off, size = row[1], row[2], row[3]
         local a = core.attr()
         local v = (size == 2) and 0x1234 + i or (size == 4) and 0x12345678 + i
-                  or 0x1122334455667700 + i
+                  or compat.hex64("0x1122334455667700") + i
         a[name] = v
         assert.equal(v, a[name], name)
         local b = a:bytes()
@@ -105,26 +106,27 @@ describe("perfev.core.attr", function()
           local a = core.attr()
           a[name] = true
           assert.equal(1, a[name], name)
-          assert.equal(1 << (bit - 1), u64(a:bytes(), 40), name .. " is bit " .. (bit - 1))
+          assert.equal(compat.lshift(1, bit - 1), u64(a:bytes(), 40), name .. " is bit " .. (bit - 1))
           a[name] = false
           assert.equal(0, u64(a:bytes(), 40), name)
         end
       end
       local a = core.attr { precise_ip = 3 }
       assert.equal(3, a.precise_ip)
-      assert.equal(3 << 15, u64(a:bytes(), 40))
+      assert.equal(compat.lshift(3, 15), u64(a:bytes(), 40))
       a.precise_ip = 2
-      assert.equal(2 << 15, u64(a:bytes(), 40))
+      assert.equal(compat.lshift(2, 15), u64(a:bytes(), 40))
       -- neighbours are untouched by a 2-bit field
       a.watermark, a.mmap_data = true, true
       a.precise_ip = 0
-      assert.equal((1 << 14) | (1 << 17), u64(a:bytes(), 40))
+      assert.equal(compat.bor(compat.lshift(1, 14), compat.lshift(1, 17)), u64(a:bytes(), 40))
     end)
 
     it("sets several bitfields side by side without disturbing each other", function()
       local a = core.attr { disabled = true, exclude_kernel = true, sigtrap = true,
                             remove_on_exec = true, precise_ip = 1, defer_output = true }
-      assert.equal(1 | (1 << 5) | (1 << 15) | (1 << 36) | (1 << 37) | (1 << 39),
+      assert.equal(compat.bor(1, compat.lshift(1, 5), compat.lshift(1, 15), compat.lshift(1, 36), compat.lshift(1,
+          37), compat.lshift(1, 39)),
                    u64(a:bytes(), 40))
       a.exclude_kernel = false
       assert.equal(1, a.disabled)
@@ -175,9 +177,9 @@ describe("perfev.core.attr", function()
     end)
 
     it("takes the full unsigned range of 64-bit fields (read back as Lua integers)", function()
-      local a = core.attr { config = -1, sample_type = math.mininteger }
+      local a = core.attr { config = -1, sample_type = compat.mininteger }
       assert.equal(-1, a.config)
-      assert.equal(math.mininteger, a.sample_type)
+      assert.equal(compat.mininteger, a.sample_type)
       assert.equal("ffffffffffffffff", ("%x"):format(a.config))
     end)
 
@@ -206,7 +208,7 @@ describe("perfev.core.attr", function()
   describe("masks", function()
     it("accept an integer, a list of names, or an 'a|b' string", function()
       local S = core.SAMPLE
-      local want = S.IP | S.TID | S.TIME
+      local want = compat.bor(S.IP, S.TID, S.TIME)
       assert.equal(want, core.attr { sample_type = want }.sample_type)
       assert.equal(want, core.attr { sample_type = { "ip", "tid", "time" } }.sample_type)
       assert.equal(want, core.attr { sample_type = "ip|tid|time" }.sample_type)
@@ -217,11 +219,11 @@ describe("perfev.core.attr", function()
 
     it("read_format, branch_sample_type and bp_type take their own names", function()
       local F = core.FORMAT
-      assert.equal(F.GROUP | F.ID, core.attr { read_format = { "group", "id" } }.read_format)
-      assert.equal(F.LOST | F.TOTAL_TIME_ENABLED,
+      assert.equal(compat.bor(F.GROUP, F.ID), core.attr { read_format = { "group", "id" } }.read_format)
+      assert.equal(compat.bor(F.LOST, F.TOTAL_TIME_ENABLED),
                    core.attr { read_format = "lost|total_time_enabled" }.read_format)
       local B = core.BRANCH
-      assert.equal(B.USER | B.ANY, core.attr { branch_sample_type = { "user", "any" } }
+      assert.equal(compat.bor(B.USER, B.ANY), core.attr { branch_sample_type = { "user", "any" } }
                                      .branch_sample_type)
       assert.equal(core.BP_TYPE.W, core.attr { bp_type = "w" }.bp_type)
       assert.equal(core.BP_TYPE.RW, core.attr { bp_type = "rw" }.bp_type)
@@ -231,11 +233,11 @@ describe("perfev.core.attr", function()
 
     it("register masks take register names as bit numbers (xmm takes two bits)", function()
       local R = core.REG
-      assert.equal((1 << R.AX) | (1 << R.IP),
+      assert.equal(compat.bor(compat.lshift(1, R.AX), compat.lshift(1, R.IP)),
                    core.attr { sample_regs_user = { "ax", "ip" } }.sample_regs_user)
-      assert.equal((1 << R.SP) | (1 << R.BP), core.attr { sample_regs_intr = "sp|bp" }
+      assert.equal(compat.bor(compat.lshift(1, R.SP), compat.lshift(1, R.BP)), core.attr { sample_regs_intr = "sp|bp" }
                                                 .sample_regs_intr)
-      assert.equal(3 << 32, core.attr { sample_regs_user = "xmm0" }.sample_regs_user)
+      assert.equal(compat.lshift(3, 32), core.attr { sample_regs_user = "xmm0" }.sample_regs_user)
       assert.equal(0x101, core.attr { sample_regs_user = 0x101 }.sample_regs_user)
     end)
   end)
@@ -263,11 +265,11 @@ describe("perfev.core.attr", function()
       fails("field 'sample_max_stack' is 16 bits wide: 65536 is out of range (0..65535)",
             function() return core.attr { sample_max_stack = 65536 } end)
       fails("field 'wakeup_events' is 32 bits wide",
-            function() return core.attr { wakeup_events = 1 << 32 } end)
+            function() return core.attr { wakeup_events = compat.lshift(1, 32) } end)
       fails("field 'precise_ip' is 2 bits wide: -1 is out of range",
             function() return core.attr { precise_ip = -1 } end)
       fails("field 'clockid' is a signed 32-bit value",
-            function() return core.attr { clockid = 1 << 40 } end)
+            function() return core.attr { clockid = compat.lshift(1, 40) } end)
     end)
 
     it("a value of the wrong type names the field", function()
@@ -309,7 +311,7 @@ describe("perfev.core.attr", function()
                             exclude_kernel = true, clockid = -1, config3 = 5 }
       local t = a:table()
       assert.same({ type = 1, config = 2, sample_period = 1000,
-                    sample_type = core.SAMPLE.IP | core.SAMPLE.TID, disabled = true,
+                    sample_type = compat.bor(core.SAMPLE.IP, core.SAMPLE.TID), disabled = true,
                     precise_ip = 2, exclude_kernel = true, clockid = -1, config3 = 5 }, t)
       assert.equal(a, core.attr(t))
     end)
@@ -348,11 +350,11 @@ describe("perfev.core.attr", function()
     end)
 
     it("bytes() is the kernel's struct image", function()
-      local b = core.attr { type = 5, config = 0x0102030405060708, bp_type = "rw",
+      local b = core.attr { type = 5, config = compat.hex64("0x0102030405060708"), bp_type = "rw",
                             bp_addr = 0x7fff0000, bp_len = 8, disabled = true }:bytes()
       assert.equal(136, #b)
       assert.equal(5, u32(b, 0))
-      assert.equal(0x0102030405060708, u64(b, 8))
+      assert.equal(compat.hex64("0x0102030405060708"), u64(b, 8))
       assert.equal(1, u8(b, 40))
       assert.equal(3, u32(b, 52))
       assert.equal(0x7fff0000, u64(b, 56))
@@ -383,7 +385,7 @@ describe("perfev.core.attr", function()
     end)
 
     it("prints unknown mask bits in hex and sample_period under its union label", function()
-      local s = tostring(core.attr { sample_type = core.SAMPLE.IP | (1 << 40),
+      local s = tostring(core.attr { sample_type = compat.bor(core.SAMPLE.IP, compat.lshift(1, 40)),
                                      sample_period = 4000, clockid = -1 })
       assert.matches("\n  sample_type                      IP|0x10000000000\n", s, 1, true)
       assert.matches("\n  { sample_period, sample_freq }   4000\n", s, 1, true)

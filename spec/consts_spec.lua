@@ -2,6 +2,7 @@
 -- headers define (include/uapi/linux/perf_event.h, hw_breakpoint.h,
 -- arch/x86/include/uapi/asm/perf_regs.h, linux/time.h).
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 -- Every table perfev.core exports.
 local TABLES = {
@@ -24,17 +25,17 @@ local EXPECT = {
   HW_CACHE_RESULT = { ACCESS = 0, MISS = 1 },
   SW = { CPU_CLOCK = 0, TASK_CLOCK = 1, PAGE_FAULTS = 2, DUMMY = 9, BPF_OUTPUT = 10,
          CGROUP_SWITCHES = 11 },
-  SAMPLE = { IP = 1, TID = 2, TIME = 4, CALLCHAIN = 1 << 5, RAW = 1 << 10,
-             IDENTIFIER = 1 << 16, AUX = 1 << 20, WEIGHT_STRUCT = 1 << 24,
-             WEIGHT_TYPE = (1 << 14) | (1 << 24) },
-  BRANCH = { USER = 1, KERNEL = 2, HV = 4, ANY = 8, CALL_STACK = 1 << 11,
-             PRIV_SAVE = 1 << 18, COUNTERS = 1 << 19, PLM_ALL = 7 },
+  SAMPLE = { IP = 1, TID = 2, TIME = 4, CALLCHAIN = compat.lshift(1, 5), RAW = compat.lshift(1, 10),
+             IDENTIFIER = compat.lshift(1, 16), AUX = compat.lshift(1, 20), WEIGHT_STRUCT = compat.lshift(1, 24),
+             WEIGHT_TYPE = compat.bor(compat.lshift(1, 14), compat.lshift(1, 24)) },
+  BRANCH = { USER = 1, KERNEL = 2, HV = 4, ANY = 8, CALL_STACK = compat.lshift(1, 11),
+             PRIV_SAVE = compat.lshift(1, 18), COUNTERS = compat.lshift(1, 19), PLM_ALL = 7 },
   BR = { UNKNOWN = 0, COND = 1, RET = 6, SYSCALL = 7, NO_TX = 14, EXTEND_ABI = 15 },
   BR_SPEC = { NA = 0, WRONG_PATH = 1, NON_SPEC_CORRECT_PATH = 2, CORRECT_PATH = 3 },
   BR_NEW = { FAULT_ALGN = 0, FAULT_INST = 2, ARCH_1 = 3, ARCH_5 = 7 },
   BR_PRIV = { UNKNOWN = 0, USER = 1, KERNEL = 2, HV = 3 },
   REGS_ABI = { NONE = 0, ["32"] = 1, ["64"] = 2 },
-  TXN = { ELISION = 1, CAPACITY_READ = 1 << 7, ABORT_MASK = 0xffffffff << 32,
+  TXN = { ELISION = 1, CAPACITY_READ = compat.lshift(1, 7), ABORT_MASK = compat.lshift(0xffffffff, 32),
           ABORT_SHIFT = 32 },
   FORMAT = { TOTAL_TIME_ENABLED = 1, TOTAL_TIME_RUNNING = 2, ID = 4, GROUP = 8,
              LOST = 16 },
@@ -49,9 +50,9 @@ local EXPECT = {
              SWITCH_CPU_WIDE = 15, KSYMBOL = 17, TEXT_POKE = 20, AUX_OUTPUT_HW_ID = 21,
              CALLCHAIN_DEFERRED = 22 },
   MISC = { CPUMODE_MASK = 7, CPUMODE_UNKNOWN = 0, KERNEL = 1, USER = 2, HYPERVISOR = 3,
-           GUEST_KERNEL = 4, GUEST_USER = 5, PROC_MAP_PARSE_TIMEOUT = 1 << 12,
-           MMAP_DATA = 1 << 13, COMM_EXEC = 1 << 13, SWITCH_OUT = 1 << 13,
-           EXACT_IP = 1 << 14, MMAP_BUILD_ID = 1 << 14, EXT_RESERVED = 1 << 15 },
+           GUEST_KERNEL = 4, GUEST_USER = 5, PROC_MAP_PARSE_TIMEOUT = compat.lshift(1, 12),
+           MMAP_DATA = compat.lshift(1, 13), COMM_EXEC = compat.lshift(1, 13), SWITCH_OUT = compat.lshift(1, 13),
+           EXACT_IP = compat.lshift(1, 14), MMAP_BUILD_ID = compat.lshift(1, 14), EXT_RESERVED = compat.lshift(1, 15) },
   -- u64 values just below 2^64 read as negative Lua integers
   CONTEXT = { HV = -32, KERNEL = -128, USER = -512, USER_DEFERRED = -640,
               GUEST = -2048, GUEST_KERNEL = -2176, GUEST_USER = -2560, MAX = -4095 },
@@ -99,7 +100,7 @@ describe("perfev.core constants", function()
       for k, v in pairs(core[name]) do
         assert.is_string(k)
         assert.is_truthy(k:match("^[A-Z0-9_]+$"), name .. "." .. k)
-        assert.equals("integer", math.type(v), name .. "." .. k)
+        assert.equals("integer", compat.math_type(v), name .. "." .. k)
       end
     end
   end)
@@ -116,7 +117,7 @@ describe("perfev.core constants", function()
 
   it("has the values named in the design", function()
     assert.equals(1, core.SAMPLE.IP)
-    assert.equals(1 << 24, core.SAMPLE.WEIGHT_STRUCT)
+    assert.equals(compat.lshift(1, 24), core.SAMPLE.WEIGHT_STRUCT)
     assert.equals(9, core.RECORD.SAMPLE)
     assert.equals(21, core.RECORD.AUX_OUTPUT_HW_ID)
     assert.equals(16, core.FORMAT.LOST)
@@ -148,7 +149,7 @@ describe("perfev.core constants", function()
     for _, tname in ipairs{ "SAMPLE", "FORMAT" } do
       for k, v in pairs(core[tname]) do
         if k ~= "WEIGHT_TYPE" then
-          assert.is_true(v > 0 and v & (v - 1) == 0, tname .. "." .. k)
+          assert.is_true(v > 0 and compat.band(v, v - 1) == 0, tname .. "." .. k)
         end
       end
     end

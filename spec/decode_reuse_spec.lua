@@ -7,9 +7,10 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local R, MISC, CTX = core.RECORD, core.MISC, core.CONTEXT
-local pack = string.pack
+local pack = compat.pack
 local rb = require "spec.support.records"
 local record, u64, u32, cstr, decode_all = rb.record, rb.u64, rb.u32, rb.cstr, rb.decode_all
 
@@ -38,7 +39,7 @@ local CHAIN_ATTR = { sample_type = { "ip", "tid", "time", "period", "callchain" 
                      sample_id_all = true }
 local function chain_sample(i, words, misc)
   return record(R.SAMPLE, misc or MISC.USER,
-    u64(0x401000 + i) .. u32(100, 100 + i % 3) .. u64(1000 + i, 20000, #words) .. u64(table.unpack(words)))
+    u64(0x401000 + i) .. u32(100, 100 + i % 3) .. u64(1000 + i, 20000, #words) .. u64(compat.table_unpack(words)))
 end
 -- The sample_id_all trailer of CHAIN_ATTR: tid and time.
 local function trailer(i) return u32(100, 101) .. u64(5000 + i) end
@@ -48,14 +49,15 @@ describe("decoding into one table", function()
     it("samples with callchains of every length and context, between side-band records", function()
       local a = perfev.attr(CHAIN_ATTR)
       local chains = {
-        { CTX.KERNEL, 0xffffffff81000010, 0xffffffff81000020, CTX.USER, 0x401000, 0x401100, 0x401200 },
+        { CTX.KERNEL, compat.hex64("0xffffffff81000010"), compat.hex64("0xffffffff81000020"), CTX.USER, 0x401000,
+            0x401100, 0x401200 },
         { 0x401000 },                                            -- no markers: no callchain_contexts
         { CTX.USER, 0x401000, 0x401100 },
         {},                                                      -- empty
-        { CTX.KERNEL, 0xffffffff81000010, CTX.USER },            -- a segment without frames
+        { CTX.KERNEL, compat.hex64("0xffffffff81000010"), CTX.USER },            -- a segment without frames
         { CTX.KERNEL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
           CTX.USER, 21, 22 },
-        { 0xfffffffffffffe00 },                                  -- a marker no name knows
+        { compat.hex64("0xfffffffffffffe00") },                                  -- a marker no name knows
       }
       local parts = {}
       for i = 1, 60 do
@@ -74,7 +76,7 @@ describe("decoding into one table", function()
         if i % 17 == 0 then parts[#parts + 1] = record(R.LOST, 0, u64(1, i) .. trailer(i)) end
         if i % 19 == 0 then parts[#parts + 1] = record(200, 0, "unknown!") end
         if i % 23 == 0 then
-          parts[#parts + 1] = record(R.SWITCH, MISC.SWITCH_OUT | MISC.SWITCH_OUT_PREEMPT, trailer(i))
+          parts[#parts + 1] = record(R.SWITCH, compat.bor(MISC.SWITCH_OUT, MISC.SWITCH_OUT_PREEMPT), trailer(i))
         end
         if i % 29 == 0 then parts[#parts + 1] = record(R.AUX, 0, u64(0, 64, i % 2 == 0 and 1 or 5) .. trailer(i)) end
         if i % 31 == 0 then
@@ -87,19 +89,20 @@ describe("decoding into one table", function()
     it("nested arrays of tables that grow and shrink: group reads, branch stacks, regs, data_src", function()
       local a = perfev.attr { sample_type = { "ip", "read", "branch_stack", "regs_user", "data_src" },
                               read_format = { "group", "id" }, branch_sample_type = { "any", "hw_index" },
-                              sample_regs_user = (1 << 0) | (1 << 8) }
+                              sample_regs_user = compat.bor(compat.lshift(1, 0), compat.lshift(1, 8)) }
       local parts = {}
       for i = 1, 40 do
         local nr, nb = i % 4, (i * 3) % 5
         local read = { nr }
         for k = 1, nr do read[#read + 1] = 10 * k + i; read[#read + 1] = 100 + k end
         local br = { nb, i }
-        for k = 1, nb do br[#br + 1] = k; br[#br + 1] = k + 1; br[#br + 1] = (k % 2) | (k << 4) end
+        for k = 1, nb do br[#br + 1] = k; br[#br + 1] = k + 1; br[#br + 1] = compat.bor(k % 2, compat.lshift(k, 4)) end
         local abi = i % 3 == 0 and 0 or 2
         local regs = abi == 0 and u64(0) or u64(2, i, i + 1)
-        local src = i % 2 == 0 and ((2 << 0) | ((2 | 8) << 5)) or (1 << 24)
-        parts[#parts + 1] = record(R.SAMPLE, 0, u64(i) .. u64(table.unpack(read))
-          .. u64(table.unpack(br)) .. regs .. u64(src))
+        local src = i % 2 == 0 and (compat.bor(compat.lshift(2, 0), compat.lshift(compat.bor(2, 8),
+            5))) or (compat.lshift(1, 24))
+        parts[#parts + 1] = record(R.SAMPLE, 0, u64(i) .. u64(compat.table_unpack(read))
+          .. u64(compat.table_unpack(br)) .. regs .. u64(src))
       end
       same_as_fresh(table.concat(parts), a)
     end)
@@ -109,7 +112,8 @@ describe("decoding into one table", function()
                                read_format = { "group", "id" }, branch_sample_type = { "any" } }
       local a2 = perfev.attr { sample_type = { "identifier", "read", "branch_stack" },
                                read_format = { "group", "id", "lost" },
-                               branch_sample_type = core.BRANCH.ANY | core.BRANCH.HW_INDEX | (1 << 19) }
+                               branch_sample_type = compat.bor(core.BRANCH.ANY, core.BRANCH.HW_INDEX, compat.lshift(1,
+                                   19)) }
       local parts = {}
       for i = 1, 30 do
         if i % 3 ~= 0 then
@@ -135,7 +139,7 @@ describe("decoding into one table", function()
         elseif k == 2 then   -- switch: nothing collides, no sample_id
           parts[#parts + 1] = record(R.SWITCH, 0, u64(1))
         elseif k == 3 then   -- a branch entry with a reserved bit: entry.flags
-          parts[#parts + 1] = record(R.SAMPLE, 0, u64(1, 1, 0x10, 0x20, (1 << 50) | 1))
+          parts[#parts + 1] = record(R.SAMPLE, 0, u64(1, 1, 0x10, 0x20, compat.bor(compat.lshift(1, 50), 1)))
         else                 -- without: no entry.flags
           parts[#parts + 1] = record(R.SAMPLE, 0, u64(1, 1, 0x10, 0x20, i))
         end
@@ -216,7 +220,7 @@ describe("decoding into one table", function()
     local a = perfev.attr(CHAIN_ATTR)
     local parts = {}
     for i = 1, 100000 do
-      local words = { CTX.KERNEL, 0xffffffff81000000 + i % 64, CTX.USER }
+      local words = { CTX.KERNEL, compat.hex64("0xffffffff81000000") + i % 64, CTX.USER }
       for k = 1, i % 9 do words[#words + 1] = 0x401000 + k end
       parts[i] = chain_sample(i, words, i % 2 == 0 and MISC.KERNEL or MISC.USER)
     end

@@ -3,9 +3,10 @@
 -- cannot produce: branch stacks, weight_struct, data_src, regs_intr).
 local perfev = require "perfev"
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local R, SAMPLE, MISC = core.RECORD, core.SAMPLE, core.MISC
-local pack = string.pack
+local pack = compat.pack
 local rb = require "spec.support.records"
 local record, u64, u32, cstr, decode_all, decode1 = rb.record, rb.u64, rb.u32, rb.cstr, rb.decode_all, rb.decode1
 
@@ -31,7 +32,7 @@ describe("perfev.decode", function()
 
   describe("every record type, with the sample_id trailer", function()
     it("mmap", function()
-      local r = decode1(record(R.MMAP, MISC.USER | MISC.MMAP_DATA,
+      local r = decode1(record(R.MMAP, compat.bor(MISC.USER, MISC.MMAP_DATA),
         u32(7, 8) .. u64(0x400000, 4096, 0) .. cstr("/bin/true") .. TRAILER), side)
       assert.equal("mmap", r.type)
       assert.same({ 7, 8, 0x400000, 4096, 0, "/bin/true" },
@@ -99,7 +100,7 @@ describe("perfev.decode", function()
     end)
 
     it("aux, with its flags", function()
-      local r = decode1(record(R.AUX, 0, u64(4096, 512, 1 | 4) .. TRAILER), side)
+      local r = decode1(record(R.AUX, 0, u64(4096, 512, compat.bor(1, 4)) .. TRAILER), side)
       assert.same({ "aux", 4096, 512, 5, true, true }, { r.type, r.aux_offset, r.aux_size,
                    r.flags, r.truncated, r.partial })
       assert.is_nil(r.overwrite)
@@ -118,7 +119,7 @@ describe("perfev.decode", function()
     end)
 
     it("switch and switch_cpu_wide, with switch_out and preempt", function()
-      local r = decode1(record(R.SWITCH, MISC.SWITCH_OUT | MISC.SWITCH_OUT_PREEMPT, TRAILER), side)
+      local r = decode1(record(R.SWITCH, compat.bor(MISC.SWITCH_OUT, MISC.SWITCH_OUT_PREEMPT), TRAILER), side)
       assert.same({ "switch", true, true }, { r.type, r.switch_out, r.switch_out_preempt })
       check_trailer(r)
       r = decode1(record(R.SWITCH_CPU_WIDE, 0, u32(20, 21) .. TRAILER), side)
@@ -135,7 +136,7 @@ describe("perfev.decode", function()
     end)
 
     it("ksymbol", function()
-      local r = decode1(record(R.KSYMBOL, 0, u64(0xffffffffc0000000) .. u32(256)
+      local r = decode1(record(R.KSYMBOL, 0, u64(compat.hex64("0xffffffffc0000000")) .. u32(256)
         .. pack("=I2I2", 1, 0) .. cstr("bpf_prog_x") .. TRAILER), side)
       assert.same({ "ksymbol", 256, 1, 0, "bpf_prog_x" }, { r.type, r.len, r.ksym_type, r.flags, r.name })
       assert.equal("ffffffffc0000000", ("%x"):format(r.addr))
@@ -155,7 +156,7 @@ describe("perfev.decode", function()
     end)
 
     it("text_poke", function()
-      local r = decode1(record(R.TEXT_POKE, 0, u64(0xffffffff81000000) .. pack("=I2I2", 2, 5)
+      local r = decode1(record(R.TEXT_POKE, 0, u64(compat.hex64("0xffffffff81000000")) .. pack("=I2I2", 2, 5)
         .. "\x90\x90" .. "\xe8\1\2\3\4" .. ("\0"):rep(5) .. TRAILER), side)
       assert.same({ "text_poke", "\x90\x90", "\xe8\1\2\3\4" }, { r.type, r.old_bytes, r.new_bytes })
       check_trailer(r)
@@ -202,7 +203,8 @@ describe("perfev.decode", function()
 
   describe("samples", function()
     -- Every sample field: its sample_type name, bytes, and what it decodes to.
-    local regs_mask = (1 << 0) | (1 << 8) | (3 << 32)   -- ax, ip, xmm0 (two words)
+    local regs_mask = compat.bor(compat.lshift(1, 0), compat.lshift(1, 8), compat.lshift(3,
+        32))   -- ax, ip, xmm0 (two words)
     local FIELDS = {
       { "identifier", u64(77), { id = 77 } },
       { "ip", u64(0x401000), { ip = 0x401000 } },
@@ -216,12 +218,14 @@ describe("perfev.decode", function()
       { "read", u64(3, 500, 7, 1000, 8), { read = { nr = 3, time_enabled = 500,
           { value = 7, id = 1000 }, { value = 8, id = 1001 }, { value = 9, id = 1002 } } },
         extra = u64(1001, 9, 1002) },
-      { "callchain", u64(5, core.CONTEXT.KERNEL, 0xffffffff81000010, core.CONTEXT.USER, 0x401000, 0x401100),
-        { callchain = { 0xffffffff81000010, 0x401000, 0x401100 },
+      { "callchain", u64(5, core.CONTEXT.KERNEL, compat.hex64("0xffffffff81000010"), core.CONTEXT.USER, 0x401000,
+          0x401100),
+        { callchain = { compat.hex64("0xffffffff81000010"), 0x401000, 0x401100 },
           callchain_contexts = { { context = "kernel", first = 1, last = 1 },
                                  { context = "user", first = 2, last = 3 } } } },
       { "raw", u32(4) .. "RAW!", { raw = "RAW!" } },
-      { "branch_stack", u64(2, 9) .. u64(0x10, 0x20, 1 | (100 << 4) | (3 << 20)) .. u64(0x30, 0x40, 2 | 4 | 8),
+      { "branch_stack", u64(2, 9) .. u64(0x10, 0x20, compat.bor(1, compat.lshift(100, 4), compat.lshift(3,
+          20))) .. u64(0x30, 0x40, compat.bor(2, 4, 8)),
         { branch_stack = { hw_idx = 9,
           { from = 0x10, to = 0x20, mispred = true, predicted = false, in_tx = false, abort = false,
             cycles = 100, type = 3, spec = 0, new_type = 0, priv = 0 },
@@ -230,8 +234,10 @@ describe("perfev.decode", function()
       { "regs_user", u64(2, 1, 2, 3, 4), { regs_user = { abi = 2, ax = 1, ip = 2, xmm0 = 3, xmm0h = 4 } } },
       { "stack_user", u64(16) .. ("s"):rep(16) .. u64(12), { stack_user = ("s"):rep(16), dyn_size = 12 } },
       { "weight", u64(300), { weight = 300 } },
-      { "data_src", u64((2 << 0) | ((2 | 8) << 5) | (2 << 19) | (1 << 24) | ((2 | 8) << 26) | (1 << 33)),
-        { data_src = (2 << 0) | ((2 | 8) << 5) | (2 << 19) | (1 << 24) | ((2 | 8) << 26) | (1 << 33),
+      { "data_src", u64(compat.bor(compat.lshift(2, 0), compat.lshift(compat.bor(2, 8), 5), compat.lshift(2, 19),
+          compat.lshift(1, 24), compat.lshift(compat.bor(2, 8), 26), compat.lshift(1, 33))),
+        { data_src = compat.bor(compat.lshift(2, 0), compat.lshift(compat.bor(2, 8), 5), compat.lshift(2, 19),
+            compat.lshift(1, 24), compat.lshift(compat.bor(2, 8), 26), compat.lshift(1, 33)),
           mem = { op = "load", lvl = "hit|l1", snoop = "none", lock = "na", dtlb = "hit|l1",
                   lvl_num = "l1" } } },
       { "transaction", u64(0x100000003), { transaction = 0x100000003 } },
@@ -266,7 +272,8 @@ describe("perfev.decode", function()
         body[#body + 1] = f[2] .. (f.extra or "")
         for k, v in pairs(f[3]) do want[k] = v end
       end
-      local r = decode1(record(R.SAMPLE, MISC.KERNEL | MISC.EXACT_IP, table.concat(body)), sample_attr(types))
+      local r = decode1(record(R.SAMPLE, compat.bor(MISC.KERNEL, MISC.EXACT_IP), table.concat(body)),
+          sample_attr(types))
       check(r, want)
       assert.equal("kernel", r.cpumode)
       assert.is_true(r.exact_ip)
@@ -295,14 +302,15 @@ describe("perfev.decode", function()
     end)
 
     it("branch counters (branch_sample_type counters) follow the entries", function()
-      local a = attr { sample_type = { "branch_stack" }, branch_sample_type = core.BRANCH.ANY | (1 << 19) }
+      local a = attr { sample_type = { "branch_stack" }, branch_sample_type = compat.bor(core.BRANCH.ANY,
+          compat.lshift(1, 19)) }
       local r = decode1(record(R.SAMPLE, 0, u64(1, 0x10, 0x20, 0, 42)), a)
       assert.equal(42, r.branch_stack[1].counters)
       assert.is_nil(r.branch_stack.hw_idx)
     end)
 
     it("a u64 above 2^63 reads as a negative integer that prints right", function()
-      local r = decode1(record(R.SAMPLE, 0, u64(0xffffffff81234567)), sample_attr { "ip" })
+      local r = decode1(record(R.SAMPLE, 0, u64(compat.hex64("0xffffffff81234567"))), sample_attr { "ip" })
       assert.equal("ffffffff81234567", ("%x"):format(r.ip))
     end)
 
@@ -367,14 +375,14 @@ describe("perfev.decode", function()
       fails(good .. "abc", "inside a record header", #good)
     end)
     it("a callchain count that overflows the record", function()
-      fails(record(R.SAMPLE, 0, u64(0x10, 0, 1 << 61)), "callchain nr")
+      fails(record(R.SAMPLE, 0, u64(0x10, 0, compat.lshift(1, 61))), "callchain nr")
       fails(record(R.SAMPLE, 0, u64(0x10, 0, -1)), "callchain nr")
     end)
     it("a raw size past the record", function()
       fails(record(R.SAMPLE, 0, u64(0x10, 0, 0) .. u32(100) .. "abcd"), "raw data")
     end)
     it("a branch count that overflows", function()
-      fails(record(R.SAMPLE, 0, u64(0x10, 0, 0) .. u32(4, 0) .. u64(1 << 60)), "branch_stack nr")
+      fails(record(R.SAMPLE, 0, u64(0x10, 0, 0) .. u32(4, 0) .. u64(compat.lshift(1, 60))), "branch_stack nr")
     end)
     it("a group read count that overflows", function()
       fails(record(R.SAMPLE, 0, u64(0x10, -1)), "read nr")
@@ -469,13 +477,13 @@ describe("perfev.decode", function()
 
     it("branch entries: entry.flags, the raw word, only when a bit no field names is set", function()
       local a = attr { sample_type = { "branch_stack" } }
-      local plain_flags = 1 | (100 << 4) | (3 << 20) | (5 << 30)
-      local r = decode1(record(R.SAMPLE, 0, u64(2, 0x10, 0x20, plain_flags, 0x30, 0x40, plain_flags | (1 << 33)
-                                                  | (1 << 63))), a)
+      local plain_flags = compat.bor(1, compat.lshift(100, 4), compat.lshift(3, 20), compat.lshift(5, 30))
+      local r = decode1(record(R.SAMPLE, 0, u64(2, 0x10, 0x20, plain_flags, 0x30, 0x40, compat.bor(plain_flags,
+          compat.lshift(1, 33), compat.lshift(1, 63)))), a)
       local b1, b2 = r.branch_stack[1], r.branch_stack[2]
       assert.is_nil(b1.flags)
       assert.same({ true, 100, 3, 5 }, { b1.mispred, b1.cycles, b1.type, b1.priv })
-      assert.equal(plain_flags | (1 << 33) | (1 << 63), b2.flags)
+      assert.equal(compat.bor(plain_flags, compat.lshift(1, 33), compat.lshift(1, 63)), b2.flags)
       assert.same({ true, 100, 3, 5 }, { b2.mispred, b2.cycles, b2.type, b2.priv })
     end)
 
@@ -485,7 +493,7 @@ describe("perfev.decode", function()
       assert.same({ -1, -1, -1, -1 }, { r.pid, r.ppid, r.tid, r.ptid })
       r = decode1(record(R.SWITCH_CPU_WIDE, 0, u32(m1, m1)), {})
       assert.same({ -1, -1 }, { r.next_prev_pid, r.next_prev_tid })
-      r = decode1(record(R.MMAP, 0, u32(m1, 0) .. u64(0xffffffff81000000, 4096, 0)
+      r = decode1(record(R.MMAP, 0, u32(m1, 0) .. u64(compat.hex64("0xffffffff81000000"), 4096, 0)
                          .. cstr("[kernel.kallsyms]_text")), {})
       assert.same({ -1, 0 }, { r.pid, r.tid })
       r = decode1(record(R.SAMPLE, 0, u32(m1, m1)), attr { sample_type = { "tid" } })

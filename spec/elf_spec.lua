@@ -6,6 +6,7 @@
 -- orders built below.
 local elf = require "perfev.elf"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local have = u.have
 
@@ -35,7 +36,7 @@ end
 -- A synthetic ELF64 shared object: one PT_LOAD mapping file offset 0x1000
 -- at vaddr 0x401000, and a .symtab with three functions and an object.
 local function synthetic(order)
-  local p = function(fmt, ...) return string.pack(order .. fmt, ...) end
+  local p = function(fmt, ...) return compat.pack(order .. fmt, ...) end
   local strtab = "\0alpha\0beta\0gamma\0datum\0"
   local shstr = "\0.symtab\0.strtab\0.shstrtab\0"
   local function sym(name, info, shndx, value, size) return p("I4BBI2I8I8", name, info, 0, shndx, value, size) end
@@ -45,7 +46,7 @@ local function synthetic(order)
   local sym_at = body_at
   local str_at = sym_at + #syms
   local shstr_at = str_at + #strtab
-  local sh_at = (shstr_at + #shstr + 7) & ~7
+  local sh_at = compat.band(shstr_at + #shstr + 7, compat.bnot(7))
   local ident = "\127ELF" .. string.char(2, order == "<" and 1 or 2, 1, 0) .. ("\0"):rep(8)
   local ehdr = ident .. p("I2I2I4I8I8I8I4I2I2I2I2I2I2", 3, 62, 1, 0, 0x40, sh_at, 0, 64, 56, 1, 64, 4, 3)
   local phdr = p("I4I4I8I8I8I8I8I8", 1, 5, 0x1000, 0x401000, 0x401000, 0x2000, 0x2000, 0x1000)

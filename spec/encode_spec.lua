@@ -7,9 +7,10 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local R, MISC, SAMPLE, FORMAT = core.RECORD, core.MISC, core.SAMPLE, core.FORMAT
-local pack = string.pack
+local pack = compat.pack
 local rb = require "spec.support.records"
 local u64, u32, decode_all, decode1 = rb.u64, rb.u32, rb.decode_all, rb.decode1
 
@@ -75,7 +76,8 @@ end
 
 describe("perfev.encode", function()
   describe("every sample field", function()
-    local REGS = (1 << 0) | (1 << 7) | (1 << 8) | (3 << 34)   -- ax, sp, ip, xmm1 (two words)
+    local REGS = compat.bor(compat.lshift(1, 0), compat.lshift(1, 7), compat.lshift(1, 8), compat.lshift(3,
+        34))   -- ax, sp, ip, xmm1 (two words)
     local a_of = function(types, extra)
       return attr(merge({ sample_type = types, read_format = { "group", "total_time_running", "lost" },
                                  branch_sample_type = { "any_call", "hw_index" },
@@ -84,7 +86,7 @@ describe("perfev.encode", function()
     -- name, table, body bytes
     local FIELDS = {
       { "identifier", { id = 901 }, u64(901) },
-      { "ip", { ip = 0xffffffff81abcdef }, u64(0xffffffff81abcdef) },
+      { "ip", { ip = compat.hex64("0xffffffff81abcdef") }, u64(compat.hex64("0xffffffff81abcdef")) },
       { "tid", { pid = 4242, tid = 4243 }, u32(4242, 4243) },
       { "time", { time = 987654321012 }, u64(987654321012) },
       { "addr", { addr = 0x7ffc0000 }, u64(0x7ffc0000) },
@@ -94,20 +96,23 @@ describe("perfev.encode", function()
       { "period", { period = 250000 }, u64(250000) },
       { "read", { read = { nr = 2, time_running = 77, { value = 10, lost = 1 }, { value = 20, lost = 0 } } },
         u64(2, 77, 10, 1, 20, 0) },
-      { "callchain", { callchain = { 0xffffffff81000100, 0xffffffff81000200, 0x401000 },
+      { "callchain", { callchain = { compat.hex64("0xffffffff81000100"), compat.hex64("0xffffffff81000200"), 0x401000 },
                        callchain_contexts = { { context = "kernel", first = 1 }, { context = "user", first = 3 } } },
-        u64(5, core.CONTEXT.KERNEL, 0xffffffff81000100, 0xffffffff81000200, core.CONTEXT.USER, 0x401000) },
+        u64(5, core.CONTEXT.KERNEL, compat.hex64("0xffffffff81000100"), compat.hex64("0xffffffff81000200"),
+            core.CONTEXT.USER, 0x401000) },
       { "raw", { raw = "\1\0\0\0tracepoint!!\0\0\0\0" }, u32(20) .. "\1\0\0\0tracepoint!!\0\0\0\0" },
       { "branch_stack", { branch_stack = { hw_idx = 3,
           { from = 0x401000, to = 0x402000, mispred = true, cycles = 700, type = 2, spec = 1, priv = 1 },
           { from = 0x402008, to = 0x401010, predicted = true, abort = true, new_type = 5 } } },
-        u64(2, 3, 0x401000, 0x402000, 1 | (700 << 4) | (2 << 20) | (1 << 24) | (1 << 30),
-            0x402008, 0x401010, 2 | 8 | (5 << 26)) },
+        u64(2, 3, 0x401000, 0x402000, compat.bor(1, compat.lshift(700, 4), compat.lshift(2, 20), compat.lshift(1, 24),
+            compat.lshift(1, 30)),
+            0x402008, 0x401010, compat.bor(2, 8, compat.lshift(5, 26))) },
       { "regs_user", { regs_user = { abi = 2, ax = 1, sp = 2, ip = 3, xmm1 = 4, xmm1h = 5 } }, u64(2, 1, 2, 3, 4, 5) },
       { "stack_user", { stack_user = ("\xcc"):rep(24), dyn_size = 20 }, u64(24) .. ("\xcc"):rep(24) .. u64(20) },
       { "weight", { weight = 1234567 }, u64(1234567) },
       { "data_src", { data_src = 0x68100142 }, u64(0x68100142) },
-      { "transaction", { transaction = (7 << 32) | 0x21 }, u64((7 << 32) | 0x21) },
+      { "transaction", { transaction = compat.bor(compat.lshift(7, 32), 0x21) }, u64(compat.bor(compat.lshift(7, 32),
+          0x21)) },
       { "regs_intr", { regs_intr = { abi = 2, ax = 9, sp = 8, ip = 7, xmm1 = 6, xmm1h = 5 } }, u64(2, 9, 8, 7, 6, 5) },
       { "phys_addr", { phys_addr = 0x1f000000 }, u64(0x1f000000) },
       { "cgroup", { cgroup = 4321 }, u64(4321) },
@@ -130,27 +135,28 @@ describe("perfev.encode", function()
         body[#body + 1] = f[3]
         for k, v in pairs(f[2]) do t[k] = v end
       end
-      local back = roundtrip(t, a_of(types), record(R.SAMPLE, MISC.KERNEL | MISC.EXACT_IP, table.concat(body)))
-      assert.equal(MISC.KERNEL | MISC.EXACT_IP, back.misc)
+      local back = roundtrip(t, a_of(types), record(R.SAMPLE, compat.bor(MISC.KERNEL, MISC.EXACT_IP),
+          table.concat(body)))
+      assert.equal(compat.bor(MISC.KERNEL, MISC.EXACT_IP), back.misc)
     end)
 
     it("every read_format, single and group", function()
       local n = 0
       for fmt = 0, 31 do
-        local group, words, read = fmt & FORMAT.GROUP ~= 0, {}, {}
+        local group, words, read = compat.band(fmt, FORMAT.GROUP) ~= 0, {}, {}
         local function word(v, t, k) words[#words + 1] = v; t[k] = v end
         if group then word(2, read, "nr") else word(500, read, "value") end
-        if fmt & FORMAT.TOTAL_TIME_ENABLED ~= 0 then word(600, read, "time_enabled") end
-        if fmt & FORMAT.TOTAL_TIME_RUNNING ~= 0 then word(550, read, "time_running") end
+        if compat.band(fmt, FORMAT.TOTAL_TIME_ENABLED) ~= 0 then word(600, read, "time_enabled") end
+        if compat.band(fmt, FORMAT.TOTAL_TIME_RUNNING) ~= 0 then word(550, read, "time_running") end
         for i = 1, group and 2 or 1 do
           local e = group and {} or read
           if group then word(100 * i, e, "value") end
-          if fmt & FORMAT.ID ~= 0 then word(1000 + i, e, "id") end
-          if fmt & FORMAT.LOST ~= 0 then word(i - 1, e, "lost") end
+          if compat.band(fmt, FORMAT.ID) ~= 0 then word(1000 + i, e, "id") end
+          if compat.band(fmt, FORMAT.LOST) ~= 0 then word(i - 1, e, "lost") end
           if group then read[i] = e end
         end
         local a = attr { sample_type = { "read" }, read_format = fmt }
-        roundtrip({ type = "sample", read = read }, a, record(R.SAMPLE, 0, u64(table.unpack(words))))
+        roundtrip({ type = "sample", read = read }, a, record(R.SAMPLE, 0, u64(compat.table_unpack(words))))
         n = n + 1
       end
       assert.equal(32, n)
@@ -164,21 +170,24 @@ describe("perfev.encode", function()
 
     it("branch stacks without hw_index, with counters, and a raw flags word", function()
       local entry = { from = 1, to = 2, in_tx = true, cycles = 65535, type = 15, spec = 3, new_type = 15, priv = 7 }
-      local flags = 4 | (65535 << 4) | (15 << 20) | (3 << 24) | (15 << 26) | (7 << 30)
+      local flags = compat.bor(4, compat.lshift(65535, 4), compat.lshift(15, 20), compat.lshift(3, 24),
+          compat.lshift(15, 26), compat.lshift(7, 30))
       roundtrip({ type = "sample", branch_stack = { entry } },
                 attr { sample_type = { "branch_stack" }, branch_sample_type = { "any" } },
                 record(R.SAMPLE, 0, u64(1, 1, 2, flags)))
       local counted = merge(entry, { counters = 99 })
       roundtrip({ type = "sample", branch_stack = { counted, { from = 3, to = 4, counters = 7 } } },
-                attr { sample_type = { "branch_stack" }, branch_sample_type = core.BRANCH.ANY | (1 << 19) },
+                attr { sample_type = { "branch_stack" }, branch_sample_type = compat.bor(core.BRANCH.ANY,
+                    compat.lshift(1, 19)) },
                 record(R.SAMPLE, 0, u64(2, 1, 2, flags, 3, 4, 0, 99, 7)))
       -- reserved bits 33..63 survive as the raw word, which the decoder
       -- gives as entry.flags when one of them is set
       local bst = attr { sample_type = { "branch_stack" } }
-      local b = perfev.encode({ type = "sample", branch_stack = { { from = 1, to = 2, flags = (1 << 40) | 1 } } }, bst)
-      assert.equal(hex(record(R.SAMPLE, 0, u64(1, 1, 2, (1 << 40) | 1))), hex(b))
+      local b = perfev.encode({ type = "sample", branch_stack = { { from = 1, to = 2,
+          flags = compat.bor(compat.lshift(1, 40), 1) } } }, bst)
+      assert.equal(hex(record(R.SAMPLE, 0, u64(1, 1, 2, compat.bor(compat.lshift(1, 40), 1)))), hex(b))
       local back = decode1(b, bst).branch_stack[1]
-      assert.same({ true, (1 << 40) | 1 }, { back.mispred, back.flags })
+      assert.same({ true, compat.bor(compat.lshift(1, 40), 1) }, { back.mispred, back.flags })
       assert.equal(hex(b), hex(perfev.encode(decode1(b, bst), bst)))
       errors("field 'branch_stack[1].cycles' is 65536, out of range for 16 bits", perfev.encode,
              { type = "sample", branch_stack = { { from = 1, to = 2, cycles = 65536 } } },
@@ -194,7 +203,7 @@ describe("perfev.encode", function()
       for i = 1, 64 do words[i + 1] = i * 3 end
       local a = attr { sample_type = { "regs_user", "regs_intr" }, sample_regs_user = -1,
                               sample_regs_intr = 0xf }
-      local bytes = record(R.SAMPLE, 0, u64(table.unpack(words)) .. u64(2, 7, 8, 9, 10))
+      local bytes = record(R.SAMPLE, 0, u64(compat.table_unpack(words)) .. u64(2, 7, 8, 9, 10))
       local rec = decode1(bytes, a)
       assert.equal(3, rec.regs_user.ax)
       assert.equal(3 * 25, rec.regs_user.r24)
@@ -213,7 +222,7 @@ describe("perfev.encode", function()
                 attr { sample_type = { "weight_struct" } },
                 record(R.SAMPLE, 0, u32(70000) .. u16(12, 65535)))
       errors("field 'weight' is 4294967296, out of range for 32 bits", perfev.encode,
-             { type = "sample", weight = 1 << 32, var2_w = 0, var3_w = 0 },
+             { type = "sample", weight = compat.lshift(1, 32), var2_w = 0, var3_w = 0 },
              attr { sample_type = { "weight_struct" } })
     end)
 
@@ -224,13 +233,14 @@ describe("perfev.encode", function()
 
     it("data_src from rec.mem's names when data_src is absent", function()
       local a = attr { sample_type = { "data_src" } }
-      local value = (2 << 0) | ((2 | 8) << 5) | (2 << 19) | (1 << 24) | ((2 | 16) << 26) | (1 << 33) | (2 << 43)
+      local value = compat.bor(compat.lshift(2, 0), compat.lshift(compat.bor(2, 8), 5), compat.lshift(2, 19),
+          compat.lshift(1, 24), compat.lshift(compat.bor(2, 16), 26), compat.lshift(1, 33), compat.lshift(2, 43))
       local rec = decode1(record(R.SAMPLE, 0, u64(value)), a)
       assert.same({ op = "load", lvl = "hit|l1", snoop = "none", lock = "na", dtlb = "hit|l2",
                     lvl_num = "l1", hops = "1" }, rec.mem)
       rec.data_src = nil
       assert.equal(hex(u64(value)), hex(perfev.encode(rec, a):sub(9)))
-      assert.equal(hex(u64(4 | (1 << 24) | (0x1f << 26))),
+      assert.equal(hex(u64(compat.bor(4, compat.lshift(1, 24), compat.lshift(0x1f, 26)))),
                    hex(perfev.encode({ type = "sample", mem = { op = "store", lock = 1, dtlb = "na|hit|miss|l1|l2" } },
                                      a):sub(9)))
       errors("field 'mem.lvl': 'hit|l9' is not a set of names of MEM_LVL", perfev.encode,
@@ -279,7 +289,8 @@ describe("perfev.encode", function()
                   branch_stack = { { from = 0x10, to = 0x20, mispred = true, cycles = 5, priv = 2 } },
                   weight = 7, var2_w = 8, var3_w = 9 }
       local body = pack(">I8I4I4I4", 0x401000, 1, 2, 4) .. "abcd"
-        .. pack(">I8I8I8I8", 1, 0x10, 0x20, (1 << 63) | (5 << 44) | (2 << 31)) .. pack(">I8", 7 | (8 << 32) | (9 << 48))
+        .. pack(">I8I8I8I8", 1, 0x10, 0x20, compat.bor(compat.lshift(1, 63), compat.lshift(5, 44), compat.lshift(2,
+            31))) .. pack(">I8", compat.bor(7, compat.lshift(8, 32), compat.lshift(9, 48)))
       local want = pack(">I4I2I2", R.SAMPLE, MISC.USER, 8 + #body) .. body
       local bytes = perfev.encode(t, a, { swap = true })
       assert.equal(hex(want), hex(bytes))
@@ -306,7 +317,7 @@ describe("perfev.encode", function()
     -- type, table, misc, body bytes
     local TYPES = {
       { R.MMAP, { type = "mmap", cpumode = "user", mmap_data = true, pid = 7, tid = 8, addr = 0x400000, len = 4096,
-                  pgoff = 0x1000, filename = "/usr/bin/lua5.4" }, MISC.USER | MISC.MMAP_DATA,
+                  pgoff = 0x1000, filename = "/usr/bin/lua5.4" }, compat.bor(MISC.USER, MISC.MMAP_DATA),
         u32(7, 8) .. u64(0x400000, 4096, 0x1000) .. cstr("/usr/bin/lua5.4") },
       { R.LOST, { type = "lost", id = 104, lost = 17 }, 0, u64(104, 17) },
       { R.COMM, { type = "comm", comm_exec = true, pid = 5, tid = 6, comm = "lua5.4" }, MISC.COMM_EXEC,
@@ -325,29 +336,29 @@ describe("perfev.encode", function()
            .. cstr("/usr/lib/libc.so.6") },
       { R.MMAP2, { type = "mmap2", cpumode = "kernel", pid = 7, tid = 8, addr = 0x1000, len = 0x2000, pgoff = 0,
                    build_id = ("\xab"):rep(19), prot = 5, flags = 2, filename = "/x" },
-        MISC.KERNEL | MISC.MMAP_BUILD_ID, u32(7, 8) .. u64(0x1000, 0x2000, 0) .. pack("=I1I1I2", 19, 0, 0)
+        compat.bor(MISC.KERNEL, MISC.MMAP_BUILD_ID), u32(7, 8) .. u64(0x1000, 0x2000, 0) .. pack("=I1I1I2", 19, 0, 0)
            .. ("\xab"):rep(19) .. "\0" .. u32(5, 2) .. cstr("/x") },
       { R.AUX, { type = "aux", aux_offset = 4096, aux_size = 512, truncated = true, partial = true }, 0,
-        u64(4096, 512, 1 | 4) },
+        u64(4096, 512, compat.bor(1, 4)) },
       { R.ITRACE_START, { type = "itrace_start", pid = 11, tid = 12 }, 0, u32(11, 12) },
       { R.LOST_SAMPLES, { type = "lost_samples", lost = 33 }, 0, u64(33) },
       { R.SWITCH, { type = "switch", switch_out = true, switch_out_preempt = true },
-        MISC.SWITCH_OUT | MISC.SWITCH_OUT_PREEMPT, "" },
+        compat.bor(MISC.SWITCH_OUT, MISC.SWITCH_OUT_PREEMPT), "" },
       { R.SWITCH_CPU_WIDE, { type = "switch_cpu_wide", switch_out = true, next_prev_pid = 20, next_prev_tid = 21 },
         MISC.SWITCH_OUT, u32(20, 21) },
       { R.NAMESPACES, { type = "namespaces", pid = 1, tid = 2,
                         namespaces = { { dev = 10, inode = 11 }, { dev = 20, inode = 21 } } },
         0, u32(1, 2) .. u64(2, 10, 11, 20, 21) },
-      { R.KSYMBOL, { type = "ksymbol", addr = 0xffffffffc0001000, len = 256, ksym_type = 1, flags = 1,
+      { R.KSYMBOL, { type = "ksymbol", addr = compat.hex64("0xffffffffc0001000"), len = 256, ksym_type = 1, flags = 1,
                      name = "bpf_prog_6deef7357e7b4530" },
-        0, u64(0xffffffffc0001000) .. u32(256) .. u16(1, 1) .. cstr("bpf_prog_6deef7357e7b4530") },
+        0, u64(compat.hex64("0xffffffffc0001000")) .. u32(256) .. u16(1, 1) .. cstr("bpf_prog_6deef7357e7b4530") },
       { R.BPF_EVENT, { type = "bpf_event", bpf_type = 1, flags = 0, prog_id = 77, tag = "\1\2\3\4\5\6\7\8" },
         0, u16(1, 0) .. u32(77) .. "\1\2\3\4\5\6\7\8" },
       { R.CGROUP, { type = "cgroup", cgroup_id = 9, path = "/user.slice/user-0.slice" },
         0, u64(9) .. cstr("/user.slice/user-0.slice") },
-      { R.TEXT_POKE, { type = "text_poke", addr = 0xffffffff81000000, old_bytes = "\x90\x90",
+      { R.TEXT_POKE, { type = "text_poke", addr = compat.hex64("0xffffffff81000000"), old_bytes = "\x90\x90",
                        new_bytes = "\xe8\1\2\3\4" },
-        0, u64(0xffffffff81000000) .. u16(2, 5) .. "\x90\x90\xe8\1\2\3\4" },
+        0, u64(compat.hex64("0xffffffff81000000")) .. u16(2, 5) .. "\x90\x90\xe8\1\2\3\4" },
       { R.AUX_OUTPUT_HW_ID, { type = "aux_output_hw_id", hw_id = 6 }, 0, u64(6) },
       { R.CALLCHAIN_DEFERRED, { type = "callchain_deferred", cookie = 42, callchain = { 0x401000, 0x402000 },
                                 callchain_contexts = { { context = "user", first = 1 } } },
@@ -497,7 +508,7 @@ describe("perfev.encode", function()
     it("takes a table of attr fields, and { [id] = attr } picking by id like the decoder", function()
       local rec = { type = "sample", ip = 0x10, period = 7 }
       assert.equal(hex(record(R.SAMPLE, 0, u64(0x10, 7))),
-                   hex(perfev.encode(rec, { sample_type = SAMPLE.IP | SAMPLE.PERIOD })))
+                   hex(perfev.encode(rec, { sample_type = compat.bor(SAMPLE.IP, SAMPLE.PERIOD) })))
       local map = { [1] = a1, [2] = a2 }
       local stream = perfev.encode({ { type = "sample", id = 1, ip = 0x10 },
                                      { type = "sample", id = 2, ip = 0x20, period = 999 },
@@ -552,7 +563,8 @@ describe("perfev.encode", function()
         context_switch = true, namespaces = true, cgroup = true })
       -- about 400 bytes a sample: 30 ms at 10 kHz fits 256 pages with room
       -- for the side-band records, which a full ring would lose
-      local ring <close> = assert(ev:mmap(256))
+      local ring = assert(ev:mmap(256))
+      finally(function() ring:close() end)
       ev:enable()
       u.burn(30)
       os.execute("true")   -- fork and exit records
@@ -611,12 +623,12 @@ describe("perfev.encode", function()
     local function file_trailer(bytes, a)
       local fmt, names = "=", {}
       for _, row in ipairs(TRAILER) do
-        if a.sample_type & SAMPLE[row[1]] ~= 0 then
+        if compat.band(a.sample_type, SAMPLE[row[1]]) ~= 0 then
           fmt = fmt .. row[2]
           for i = 3, #row do names[#names + 1] = row[i] end
         end
       end
-      local values, t = { string.unpack(fmt, bytes, #bytes - string.packsize(fmt) + 1) }, {}
+      local values, t = { compat.unpack(fmt, bytes, #bytes - compat.packsize(fmt) + 1) }, {}
       for i, name in ipairs(names) do if name then t[name] = values[i] end end
       return t
     end

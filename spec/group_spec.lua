@@ -2,6 +2,7 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local E, h = u.E, u.h
 local FORMAT = core.FORMAT
@@ -274,8 +275,8 @@ describe("perfev.group", function()
       local la, ma = leader:attr(), member:attr()
       assert.equal(FORMAT.ID + FORMAT.GROUP + FORMAT.LOST, la.read_format)
       assert.equal(FORMAT.ID + FORMAT.GROUP + FORMAT.LOST, ma.read_format)
-      assert.equal(core.SAMPLE.READ, la.sample_type & core.SAMPLE.READ)
-      assert.equal(core.SAMPLE.ID, la.sample_type & core.SAMPLE.ID)
+      assert.equal(core.SAMPLE.READ, compat.band(la.sample_type, core.SAMPLE.READ))
+      assert.equal(core.SAMPLE.ID, compat.band(la.sample_type, core.SAMPLE.ID))
       assert.equal(la.sample_type, ma.sample_type)
       assert.same({ 200000, 0 }, { la.sample_period, ma.sample_period })
       assert.same({ 0, 0 }, { la.inherit, ma.inherit })

@@ -3,10 +3,11 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local E, h = u.E, u.h
 local SW, FORMAT = core.SW, core.FORMAT
-local TIMES = FORMAT.TOTAL_TIME_ENABLED | FORMAT.TOTAL_TIME_RUNNING
+local TIMES = compat.bor(FORMAT.TOTAL_TIME_ENABLED, FORMAT.TOTAL_TIME_RUNNING)
 
 describe("perfev", function()
   it("exports what the README documents, and the core as perfev.core", function()

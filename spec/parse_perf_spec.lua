@@ -24,6 +24,7 @@ local cache = require "perfev.cache"
 local fs = require "perfev.fs"
 local tracepoint = require "perfev.tracepoint"
 local shell = require "spec.support.shell"
+local compat = require "perfev.compat"
 
 local sh = shell.sh
 
@@ -290,8 +291,8 @@ local COMPARED = { "type", "config", "config1", "config2", "bp_type", "precise_i
                    "pinned", "exclusive" }
 
 local function tonum(s)
-  if s:match("^0x") then return math.tointeger(tonumber(s:sub(3), 16)) or tonumber(s) end
-  return math.tointeger(tonumber(s))
+  if s:match("^0x") then return compat.tointeger(tonumber(s:sub(3), 16)) or tonumber(s) end
+  return compat.tointeger(tonumber(s))
 end
 
 -- perf's output -> list of attrs (one per event), per the rule in the header
@@ -479,7 +480,7 @@ local core = require "perfev.core"
 
 local function names_mask(s, enum)
   local v = 0
-  for n in s:gmatch("[^|]+") do v = v | assert(enum[n], "unknown name " .. n) end
+  for n in s:gmatch("[^|]+") do v = compat.bor(v, (assert(enum[n], "unknown name " .. n))) end
   return v
 end
 
@@ -526,13 +527,18 @@ local function record_diff(base, with, t)
     end
   end
   local st, want, was = mine.sample_type or 0, with.sample_type or 0, base.sample_type or 0
-  local added, dropped = want & ~was, was & ~want
-  if st & added ~= added then bad[#bad + 1] = ("sample_type lacks 0x%x"):format(added & ~st) end
-  if st & ~want ~= 0 then bad[#bad + 1] = ("sample_type has 0x%x perf lacks"):format(st & ~want) end
+  local added, dropped = compat.band(want, compat.bnot(was)), compat.band(was, compat.bnot(want))
+  if compat.band(st, added) ~= added then bad[#bad + 1] = ("sample_type lacks 0x%x"):format(compat.band(added,
+      compat.bnot(st))) end
+  if compat.band(st,
+      compat.bnot(want)) ~= 0 then bad[#bad + 1] = ("sample_type has 0x%x perf lacks"):format(compat.band(st,
+          compat.bnot(want))) end
   local explained = 0
-  if t.freq == false then explained = explained | core.SAMPLE.PERIOD end
-  if t.terms and t.terms.time == 0 then explained = explained | core.SAMPLE.TIME end
-  if dropped & ~explained ~= 0 then bad[#bad + 1] = ("perf dropped sample_type 0x%x"):format(dropped & ~explained) end
+  if t.freq == false then explained = compat.bor(explained, core.SAMPLE.PERIOD) end
+  if t.terms and t.terms.time == 0 then explained = compat.bor(explained, core.SAMPLE.TIME) end
+  if compat.band(dropped,
+      compat.bnot(explained)) ~= 0 then bad[#bad + 1] = ("perf dropped sample_type 0x%x"):format(compat.band(dropped,
+          compat.bnot(explained))) end
   return bad
 end
 

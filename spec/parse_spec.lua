@@ -4,6 +4,7 @@ local perfev = require "perfev"
 local parse = require "perfev.parse"
 local names = require "perfev.names"
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local TYPE, HW, SW = core.TYPE, core.HW, core.SW
 
@@ -107,7 +108,7 @@ describe("perfev.parse", function()
       } do
         local t = parse.parse(s)
         assert.equal(TYPE.HW_CACHE, t.type, s)
-        assert.equal(want[1] | want[2] << 8 | want[3] << 16, t.config, s)
+        assert.equal(compat.bor(want[1], compat.lshift(want[2], 8), compat.lshift(want[3], 16)), t.config, s)
         assert.equal(want[4], t.name, s)
       end
       fails("the iTLB cache has no 'stores' operation", "iTLB-stores")
@@ -126,7 +127,7 @@ describe("perfev.parse", function()
       local BP = core.BP_TYPE
       for s, want in pairs {
         ["mem:0x1000"] = { 0x1000, BP.RW, 4 }, ["mem:0x1000:x"] = { 0x1000, BP.X, 8 },
-        ["mem:4096/2:rw"] = { 0x1000, BP.RW, 2 }, ["mem:0x10:rx"] = { 0x10, BP.R | BP.X, 4 },
+        ["mem:4096/2:rw"] = { 0x1000, BP.RW, 2 }, ["mem:0x10:rx"] = { 0x10, compat.bor(BP.R, BP.X), 4 },
         ["mem:010:w"] = { 10, BP.W, 4 },
       } do
         local t = parse.parse(s)
@@ -275,7 +276,7 @@ describe("perfev.parse: record-time terms", function()
   local S, B = core.SAMPLE, core.BRANCH
   it("call-graph=dwarf, with stack-size and max-stack in any order", function()
     local t = parse.parse("cpu-clock/stack-size=100,call-graph=dwarf,max-stack=9/")
-    assert.equal(S.CALLCHAIN | S.REGS_USER | S.STACK_USER | S.ADDR | S.DATA_SRC, t.sample_type)
+    assert.equal(compat.bor(S.CALLCHAIN, S.REGS_USER, S.STACK_USER, S.ADDR, S.DATA_SRC), t.sample_type)
     assert.equal(0xff0fff, t.sample_regs_user)            -- x86-64 without the segment registers
     assert.equal(104, t.sample_stack_user)                -- rounded up to 8 bytes
     assert.same({ true, true, 9 }, { t.mmap_data, t.exclude_callchain_user, t.sample_max_stack })
@@ -286,8 +287,8 @@ describe("perfev.parse: record-time terms", function()
   it("call-graph=fp and lbr, max-stack alone, stack-size alone, call-graph=no", function()
     assert.equal(S.CALLCHAIN, parse.parse("cpu-clock/call-graph=fp/").sample_type)
     local t = parse.parse("cpu-clock/call-graph=lbr/")
-    assert.equal(S.CALLCHAIN | S.BRANCH_STACK, t.sample_type)
-    assert.equal(B.USER | B.CALL_STACK | B.NO_FLAGS | B.NO_CYCLES | B.HW_INDEX, t.branch_sample_type)
+    assert.equal(compat.bor(S.CALLCHAIN, S.BRANCH_STACK), t.sample_type)
+    assert.equal(compat.bor(B.USER, B.CALL_STACK, B.NO_FLAGS, B.NO_CYCLES, B.HW_INDEX), t.branch_sample_type)
     t = parse.parse("cpu-clock/max-stack=4/")
     assert.same({ S.CALLCHAIN, 4 }, { t.sample_type, t.sample_max_stack })
     assert.is_nil(parse.parse("cpu-clock/stack-size=4096/").sample_type)
@@ -306,7 +307,7 @@ describe("perfev.parse: record-time terms", function()
     assert.equal(S.TIME, parse.parse("cpu-clock/time/").sample_type)
     assert.same({ 0, 0 }, { parse.parse("cpu-clock/time=0/").sample_type, parse.parse("cpu-clock/time=0/").terms.time })
     t = parse.parse("cpu-clock/branch_type=u/")
-    assert.same({ B.USER | B.ANY, S.BRANCH_STACK }, { t.branch_sample_type, t.sample_type })
+    assert.same({ compat.bor(B.USER, B.ANY), S.BRANCH_STACK }, { t.branch_sample_type, t.sample_type })
     assert.equal(B.ANY_CALL, parse.parse("cpu-clock/branch_type=any_call/").branch_sample_type)
     t = parse.parse("cpu-clock/aux-output,aux-sample-size=4096/")
     assert.same({ true, 4096, S.AUX }, { t.aux_output, t.aux_sample_size, t.sample_type })
@@ -338,7 +339,7 @@ describe("perfev.parse: record-time terms", function()
     local ev = assert(perfev.open("cpu-clock/period=100000,call-graph=dwarf,stack-size=1024/u"))
     local a = ev:attr()
     assert.equal(1024, a.sample_stack_user)
-    assert.equal(S.CALLCHAIN | S.REGS_USER | S.STACK_USER | S.ADDR | S.DATA_SRC, a.sample_type)
+    assert.equal(compat.bor(S.CALLCHAIN, S.REGS_USER, S.STACK_USER, S.ADDR, S.DATA_SRC), a.sample_type)
     local ring = assert(ev:mmap(16))
     ev:enable()
     require("spec.support.util").spin(3e7)
@@ -349,7 +350,7 @@ describe("perfev.parse: record-time terms", function()
         n = n + 1
         assert.equal(1024, #rec.stack_user)
         assert.is_true(rec.dyn_size > 0 and rec.dyn_size <= 1024)
-        assert.is_true(math.type(rec.regs_user.sp) == "integer" and rec.regs_user.sp ~= 0)
+        assert.is_true(compat.math_type(rec.regs_user.sp) == "integer" and rec.regs_user.sp ~= 0)
         -- exclude_callchain_user leaves the user chain to the unwinder, :u the kernel's out
         assert.equal(0, #rec.callchain)
       end
@@ -365,7 +366,7 @@ describe("perfev.parse: tool events", function()
   local u = require "spec.support.util"
   local _, clock = tool.wall_clock()
   local STEP = 0                                  -- CLOCK_MONOTONIC: nanoseconds
-  local TICK = 1000000000 // tool.USER_HZ         -- getrusage splits user/system by ticks
+  local TICK = compat.idiv(1000000000, tool.USER_HZ)         -- getrusage splits user/system by ticks
 
   it("parse to perf's placeholder (a dummy software event) with the tool named", function()
     for _, n in ipairs { "duration_time", "user_time", "system_time" } do
@@ -457,8 +458,8 @@ describe("perfev.parse: modifiers that perfev.open and perfev.group honour", fun
   it("S: the leader samples and reads the whole group into each sample", function()
     local g = assert(perfev.group("{cpu-clock/period=200000/,task-clock}:S"))
     local leader, member = g:events()[1], g:events()[2]
-    assert.equal(core.SAMPLE.READ, leader:attr().sample_type & core.SAMPLE.READ)
-    assert.equal(core.FORMAT.GROUP, leader:attr().read_format & core.FORMAT.GROUP)
+    assert.equal(core.SAMPLE.READ, compat.band(leader:attr().sample_type, core.SAMPLE.READ))
+    assert.equal(core.FORMAT.GROUP, compat.band(leader:attr().read_format, core.FORMAT.GROUP))
     assert.same({ 0, 0, 0 }, { leader:attr().inherit, member:attr().inherit, member:attr().sample_period })
     local ring = assert(leader:mmap(8))
     g:enable()

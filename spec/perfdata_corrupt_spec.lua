@@ -6,6 +6,7 @@ local pd = require "perfev.perfdata"
 local B = require "spec.support.perfdata_build"
 local core = require "perfev.core"
 local shell = require "spec.support.shell"
+local compat = require "perfev.compat"
 
 local FIXTURE = "spec/fixtures/perfdata/small.data"        -- perf record -e page-faults -c 20 -g -- true
 local PIPE_FIXTURE = "spec/fixtures/perfdata/small-pipe.data"
@@ -51,17 +52,17 @@ local function try(bytes)
 end
 
 local function set_u64(bytes, at, v)
-  return bytes:sub(1, at) .. string.pack("<i8", v) .. bytes:sub(at + 9)
+  return bytes:sub(1, at) .. compat.pack("<i8", v) .. bytes:sub(at + 9)
 end
 
 local function synthetic()
   local e = "<"
-  local attr = B.attr(e, { type = 1, sample_period = 1000, sample_type = 0x7 | 0x100,
-                           flags = 1 << 18 })
-  local data = B.record(e, 9, 2, string.pack("<i8I4I4i8i8", 0x401000, 1, 2, 100, 1000))
+  local attr = B.attr(e, { type = 1, sample_period = 1000, sample_type = compat.bor(0x7, 0x100),
+                           flags = compat.lshift(1, 18) })
+  local data = B.record(e, 9, 2, compat.pack("<i8I4I4i8i8", 0x401000, 1, 2, 100, 1000))
             .. B.record(e, 68, 0, "")
   return B.file(e, { attrs = { { attr = attr, ids = { 5 } } }, data = data,
-                     features = { { 3, B.hstr(e, "box") }, { 7, string.pack("<I4I4", 2, 2) } } })
+                     features = { { 3, B.hstr(e, "box") }, { 7, compat.pack("<I4I4", 2, 2) } } })
 end
 
 describe("perfev.perfdata on damaged files", function()
@@ -107,13 +108,13 @@ describe("perfev.perfdata on damaged files", function()
 
   it("survives every byte of the header, attrs and feature table changed", function()
     for _, bytes in ipairs { synthetic(), read(FIXTURE) } do
-      local attrs_end = string.unpack("<i8", bytes, 25) + string.unpack("<i8", bytes, 33)
-      local feat = string.unpack("<i8", bytes, 41) + string.unpack("<i8", bytes, 49)
+      local attrs_end = compat.unpack("<i8", bytes, 25) + compat.unpack("<i8", bytes, 33)
+      local feat = compat.unpack("<i8", bytes, 41) + compat.unpack("<i8", bytes, 49)
       local spots = {}
       for i = 1, attrs_end do spots[#spots + 1] = i end
       for i = feat + 1, math.min(#bytes, feat + 64) do spots[#spots + 1] = i end
       for _, i in ipairs(spots) do
-        for _, v in ipairs { 0x00, 0xff, 0x7f, bytes:byte(i) ~ 0x01 } do
+        for _, v in ipairs { 0x00, 0xff, 0x7f, compat.bxor(bytes:byte(i), 0x01) } do
           try(bytes:sub(1, i - 1) .. string.char(v) .. bytes:sub(i + 1))
         end
       end
@@ -122,17 +123,17 @@ describe("perfev.perfdata on damaged files", function()
 
   it("survives every byte of the records changed", function()
     local bytes = synthetic()
-    local data = string.unpack("<i8", bytes, 41)
-    local size = string.unpack("<i8", bytes, 49)
+    local data = compat.unpack("<i8", bytes, 41)
+    local size = compat.unpack("<i8", bytes, 49)
     for i = data + 1, data + size do
-      for _, v in ipairs { 0x00, 0xff, bytes:byte(i) ~ 0x80 } do
+      for _, v in ipairs { 0x00, 0xff, compat.bxor(bytes:byte(i), 0x80) } do
         try(bytes:sub(1, i - 1) .. string.char(v) .. bytes:sub(i + 1))
       end
     end
     local fixture = read(FIXTURE)
-    data, size = string.unpack("<i8", fixture, 41), string.unpack("<i8", fixture, 49)
+    data, size = compat.unpack("<i8", fixture, 41), compat.unpack("<i8", fixture, 49)
     for i = data + 1, data + size, 5 do
-      try(fixture:sub(1, i - 1) .. string.char(fixture:byte(i) ~ 0xff) .. fixture:sub(i + 1))
+      try(fixture:sub(1, i - 1) .. string.char(compat.bxor(fixture:byte(i), 0xff)) .. fixture:sub(i + 1))
     end
   end)
 
@@ -158,30 +159,31 @@ describe("perfev.perfdata on damaged files", function()
     end)
 
     it("a section past the end of the file", function()
-      fails(set_u64(good, 24, 1 << 40), "the attrs section %(offset field at 24: 1099511627776")
+      fails(set_u64(good, 24, compat.lshift(1, 40)), "the attrs section %(offset field at 24: 1099511627776")
       fails(set_u64(good, 48, #good), "the data section %(offset field at 40: %d+, size field at 48: %d+%) " ..
                                       "runs past the end of the file")
-      fails(set_u64(good, 56, 1 << 50), "the event_types section")
+      fails(set_u64(good, 56, compat.lshift(1, 50)), "the event_types section")
     end)
 
     it("a feature table or section past the end of the file", function()
-      local feat = string.unpack("<i8", good, 41) + string.unpack("<i8", good, 49)
-      fails(set_u64(good, feat + 8, 1 << 30), "the hostname feature section %(table entry at offset " .. feat)
+      local feat = compat.unpack("<i8", good, 41) + compat.unpack("<i8", good, 49)
+      fails(set_u64(good, feat + 8, compat.lshift(1, 30)),
+          "the hostname feature section %(table entry at offset " .. feat)
       fails(set_u64(good, 72, -1), "the feature section table %(%d+ entries at offset " .. feat)
     end)
 
     it("an attr's size or its ids section", function()
-      local attrs = string.unpack("<i8", good, 25)
-      fails(good:sub(1, attrs + 4) .. string.pack("<I4", 4000) .. good:sub(attrs + 9),
+      local attrs = compat.unpack("<i8", good, 25)
+      fails(good:sub(1, attrs + 4) .. compat.pack("<I4", 4000) .. good:sub(attrs + 9),
             "attr 1: its size field %(offset " .. (attrs + 4) .. "%) is 4000")
-      fails(set_u64(good, attrs + 136, 1 << 40), "attr 1: its ids section")
+      fails(set_u64(good, attrs + 136, compat.lshift(1, 40)), "attr 1: its ids section")
     end)
 
     it("a record shorter than its header, or past the data's end", function()
-      local data = string.unpack("<i8", good, 41)
+      local data = compat.unpack("<i8", good, 41)
       fails(good:sub(1, data + 6) .. "\0\0" .. good:sub(data + 9),
             "the record at offset " .. data .. " %(type 9%) has size 0, less than its 8%-byte header")
-      fails(good:sub(1, data + 6) .. string.pack("<I2", 0x4000) .. good:sub(data + 9),
+      fails(good:sub(1, data + 6) .. compat.pack("<I2", 0x4000) .. good:sub(data + 9),
             "runs past the end of the data section")
     end)
 

@@ -6,6 +6,7 @@
 local pd = require "perfev.perfdata"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
+local compat = require "perfev.compat"
 
 local function all(f, opts) return u.collect(f, nil, opts) end
 local function samples_of(recs) return u.of_type(recs, "sample") end
@@ -136,7 +137,7 @@ describe("perfev.perfdata against perf record", function()
     assert.equal("sched:sched_switch", f:attrs()[1].name)
     assert.equal(tp, f:attrs()[1].attr.config)
     for rec in f:records { types = { "sample" } } do
-      assert.equal(tp, string.unpack("=I2", rec.raw))   -- common_type
+      assert.equal(tp, compat.unpack("=I2", rec.raw))   -- common_type
     end
     assert.is_not_nil(f:features().tracing_data)
     f:close()
@@ -296,7 +297,7 @@ describe("perfev.perfdata against perf record", function()
     assert.equal(field("total memory"), ft.total_mem .. " kB")
     assert.equal(field("cmdline"), table.concat(ft.cmdline, " "))
     local s, us = field("time of first sample"):match("(%d+)%.(%d+)")
-    assert.equal(tonumber(s) * 1000000 + tonumber(us), ft.sample_time.first // 1000)
+    assert.equal(tonumber(s) * 1000000 + tonumber(us), compat.idiv(ft.sample_time.first, 1000))
     assert.equal("cpu-clock", ft.event_desc[1].name)
     assert.same(f:attrs()[1].ids, ft.event_desc[1].ids)
     for name, ty in field("pmu mappings"):gmatch("([%w_]+) = (%d+)") do

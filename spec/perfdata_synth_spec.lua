@@ -6,8 +6,9 @@ local core = require "perfev.core"
 local pd = require "perfev.perfdata"
 local B = require "spec.support.perfdata_build"
 local shell = require "spec.support.shell"
+local compat = require "perfev.compat"
 
-local pack = string.pack
+local pack = compat.pack
 local S, R = core.SAMPLE, core.RECORD
 local U = core.PERFDATA.RECORD
 
@@ -27,10 +28,10 @@ end
 -- flag word bits (perf_event_attr's bitfields, in order)
 local FLAG = { disabled = 0, comm = 9, exclude_kernel = 5, precise_ip = 15, sample_id_all = 18,
                mmap2 = 23, use_clockid = 25, sigtrap = 37 }
-local SAMPLE_TYPE = S.IDENTIFIER | S.IP | S.TID | S.TIME | S.CPU | S.PERIOD | S.CALLCHAIN
-local FLAGS = (1 << FLAG.disabled) | (1 << FLAG.comm) | (1 << FLAG.exclude_kernel) |
-              (2 << FLAG.precise_ip) | (1 << FLAG.sample_id_all) | (1 << FLAG.mmap2) |
-              (1 << FLAG.use_clockid) | (1 << FLAG.sigtrap)
+local SAMPLE_TYPE = compat.bor(S.IDENTIFIER, S.IP, S.TID, S.TIME, S.CPU, S.PERIOD, S.CALLCHAIN)
+local FLAGS = compat.bor(compat.lshift(1, FLAG.disabled), compat.lshift(1, FLAG.comm), compat.lshift(1,
+    FLAG.exclude_kernel), compat.lshift(2, FLAG.precise_ip), compat.lshift(1, FLAG.sample_id_all), compat.lshift(1,
+        FLAG.mmap2), compat.lshift(1, FLAG.use_clockid), compat.lshift(1, FLAG.sigtrap))
 local ID = 0x1234
 
 local function attr_bytes(e)
@@ -80,7 +81,7 @@ describe("perfev.perfdata on files built by hand", function()
       local f = assert(open_bytes(build(">")))
       local h = f:header()
       assert.equal("big", h.endian)
-      assert.equal(string.pack("=I2", 1):byte() == 1, h.swap)
+      assert.equal(compat.pack("=I2", 1):byte() == 1, h.swap)
       assert.equal(104, h.size)
       assert.equal(152, h.attr_size)
       f:close()
@@ -121,7 +122,7 @@ describe("perfev.perfdata on files built by hand", function()
     end)
 
     it("decodes samples, side-band trailers and perf's records field by field", function()
-      local comm, s1, s2, round, tm = table.unpack(big)
+      local comm, s1, s2, round, tm = compat.table_unpack(big)
       assert.same({ "comm", 10, 11, "lua5.4", true, 500, 1, ID },
                   { comm.type, comm.pid, comm.tid, comm.comm, comm.comm_exec, comm.time, comm.cpu, comm.id })
       assert.same({ "sample", ID, 0x401000, 10, 11, 1000, 1, 100003, "cpu-clock", "user" },
@@ -250,7 +251,8 @@ describe("perfev.perfdata on files built by hand", function()
       assert.same({ 0, 2, -1 }, r.cpus)
       r = one(U.cpu_map, pack(e .. "I2I2I2I4", 1, 1, 4, 0x15))
       assert.same({ 0, 2, 4 }, r.cpus)
-      r = one(U.cpu_map, pack(e .. "I2I2I2", 1, 1, 8) .. "\0\0\0\0" .. pack(e .. "i8", 1 << 40 | 2))
+      r = one(U.cpu_map, pack(e .. "I2I2I2", 1, 1, 8) .. "\0\0\0\0" .. pack(e .. "i8", compat.bor(compat.lshift(1,
+          40), 2)))
       assert.same({ 1, 40 }, r.cpus)
       r = one(U.cpu_map, pack(e .. "I2BBI2I2", 2, 1, 0, 3, 5))
       assert.same({ -1, 3, 4, 5 }, r.cpus)
@@ -302,7 +304,7 @@ describe("perfev.perfdata on files built by hand", function()
     it("reads perf 3.x's pipe streams, whose event_type records are cut to the name's length", function()
       -- perf 3.4 wrote event_type as 8 + 8 + the NUL-terminated name padded
       -- to 8 (24 bytes for "cycles"), and a 72-byte attr (PERF_ATTR_SIZE_VER1)
-      local st = S.IP | S.TID | S.TIME | S.PERIOD
+      local st = compat.bor(S.IP, S.TID, S.TIME, S.PERIOD)
       local attr = B.attr("<", { type = 0, config = 0, sample_period = 100000, sample_type = st, flags = 1 })
       attr = attr:sub(1, 4) .. pack("<I4", 72) .. attr:sub(9, 72)
       local recs = { B.record("<", U.header_attr, 0, attr .. pack("<i8", 7)),
@@ -358,7 +360,7 @@ describe("perfev.perfdata on files built by hand", function()
     block = table.concat(block) .. B.record(e, U.finished_round, 0, "")
     local f = assert(io.open(path, "wb"))
     f:write(B.pipe(e, B.record(e, U.header_attr, 0, attr_bytes(e) .. pack(e .. "i8", ID))))
-    local blocks = (128 << 20) // #block
+    local blocks = compat.idiv(compat.lshift(128, 20), #block)
     for _ = 1, blocks do f:write(block) end
     f:close()
     -- a child process, whose peak RSS (VmHWM) is this reading's alone
@@ -374,7 +376,7 @@ describe("perfev.perfdata on files built by hand", function()
     os.remove(path)
     local n, hwm = out:match("^(%d+)%s+(%d+)")
     assert.equal(2 * (1 + blocks * 1001), tonumber(n), out)
-    assert.is_true(blocks * #block > 120 << 20)
+    assert.is_true(blocks * #block > compat.lshift(120, 20))
     assert.is_true(tonumber(hwm) < 48 * 1024, "peak RSS " .. tostring(hwm) .. " kB")
   end)
 

@@ -12,6 +12,7 @@ local buildid = require "perfev.perfdata.buildid"
 local host = require "perfev.perfdata.host"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
+local compat = require "perfev.compat"
 
 local function all(f, opts) return u.collect(f, nil, opts) end
 local function samples_of(recs) return u.of_type(recs, "sample") end
@@ -538,21 +539,21 @@ end)
 -- featwrite from that same layout: a value read back is the value written.
 describe("perfev.perfdata features described by a layout", function()
   local features = require "perfev.perfdata.features"
-  local HOST = string.pack("=I2", 1) == string.pack("<I2", 1) and "<" or ">"
+  local HOST = compat.pack("=I2", 1) == compat.pack("<I2", 1) and "<" or ">"
   local VALUES = {
     nrcpus = { available = 4, online = 2 },
-    numa_topology = { { node = 0, mem_total = 1 << 33, mem_free = 12345, cpus = "0-1" },
-                      { node = 1, mem_total = 1 << 32, mem_free = 0, cpus = "2-3" } },
+    numa_topology = { { node = 0, mem_total = compat.lshift(1, 33), mem_free = 12345, cpus = "0-1" },
+                      { node = 1, mem_total = compat.lshift(1, 32), mem_free = 0, cpus = "2-3" } },
     group_desc = { { name = "{task-clock,page-faults}", leader_idx = 1, nr_members = 2 } },
     cache = { version = 1, { level = 1, line_size = 64, sets = 64, ways = 8, type = "Data", size = "32K",
                              map = "0-1" },
               { level = 2, line_size = 64, sets = 1024, ways = 16, type = "Unified", size = "1024K",
                 map = "0-3" } },
     sample_time = { first = 100, last = -2 },
-    mem_topology = { version = 1, block_size = 1 << 27,
-                     { node = 0, size = 1 << 30, bits = 70, bitmap = { -1, 0x3f } } },
+    mem_topology = { version = 1, block_size = compat.lshift(1, 27),
+                     { node = 0, size = compat.lshift(1, 30), bits = 70, bitmap = { -1, 0x3f } } },
     clockid = { res_ns = 1 },
-    clock_data = { version = 1, clockid = 1, tod_ns = 1700000000123456789, clockid_ns = 12345 },
+    clock_data = { version = 1, clockid = 1, tod_ns = compat.dec64("1700000000123456789"), clockid_ns = 12345 },
     hybrid_topology = { { pmu_name = "cpu_core", cpus = "0-7" }, { pmu_name = "cpu_atom", cpus = "8-15" } },
   }
 

@@ -2,6 +2,7 @@
 -- Intel core PMU, an AMD core PMU and uncore PMUs, and this machine's sysfs.
 local pmu = require "perfev.pmu"
 local parse = require "perfev.parse"
+local compat = require "perfev.compat"
 
 local ROOT = "spec/fixtures/sysfs/devices"
 local OPT = { sysfs = ROOT }
@@ -43,7 +44,7 @@ describe("perfev.pmu", function()
     local amd = assert(pmu.get("amdcpu", ROOT))
     local fields = {}
     assert(pmu.set_term(amd, "event", 0x28f, fields))
-    assert.equal(0x8f | (0x2 << 32), fields.config)
+    assert.equal(compat.bor(0x8f, compat.lshift(0x2, 32)), fields.config)
     local ok, err = pmu.set_term(amd, "umask", 0x100, {})
     assert.is_nil(ok)
     assert.matches("maximum is 255", err, 1, true)
@@ -67,7 +68,8 @@ describe("perfev.parse on PMU events (fixture sysfs)", function()
   it("maps format terms through their bit ranges", function()
     local t = p("cpu/event=0x3c,umask=0x1,cmask=2,inv,edge/")
     assert.equal(4, t.type)
-    assert.equal(0x3c | 0x1 << 8 | 2 << 24 | 1 << 23 | 1 << 18, t.config)
+    assert.equal(compat.bor(0x3c, compat.lshift(0x1, 8), compat.lshift(2, 24), compat.lshift(1, 23), compat.lshift(1,
+        18)), t.config)
     assert.equal("cpu", t.pmu)
     assert.equal("cpu/event=0x3c,umask=0x1,cmask=2,inv,edge/", t.name)
     t = p("cpu/event=0xcd,umask=1,ldlat=3,fe_thres=0xfff/")
@@ -82,7 +84,7 @@ describe("perfev.parse on PMU events (fixture sysfs)", function()
     assert.equal(0x1cd, t.config)
     assert.equal(3, t.config1)
     t = p("cpu/cycles-ct/u")
-    assert.equal(0x3c | 3 << 32, t.config)
+    assert.equal(compat.bor(0x3c, compat.lshift(3, 32)), t.config)
     assert.is_true(t.exclude_kernel and t.exclude_hv and t.exclude_guest)
     assert.is_false(t.exclude_user)
     t = p("cpu/MEM-STORES/")                    -- aliases match case-insensitively
@@ -100,7 +102,7 @@ describe("perfev.parse on PMU events (fixture sysfs)", function()
     assert.equal(0x1a8, p("cpu/r0x1a8/").config)
     t = p("cpu/event=0xa8,umask=0x1,name=LSD.UOPS_CYCLES,cmask=0x1/")
     assert.equal("LSD.UOPS_CYCLES", t.name)
-    assert.equal(0xa8 | 1 << 8 | 1 << 24, t.config)
+    assert.equal(compat.bor(0xa8, compat.lshift(1, 8), compat.lshift(1, 24)), t.config)
     assert.equal("LSD.UOPS_CYCLES:cmask=0x1", p("cpu/event=0xa8,name='LSD.UOPS_CYCLES:cmask=0x1'/").name)
     assert.equal(100003, p("cpu/cpu-cycles,period=100003/").sample_period)
     t = p("cpu/cpu-cycles,freq=4000/")
@@ -190,7 +192,7 @@ describe("perfev.parse on this machine's sysfs", function()
     end
     local t = parse.parse("uprobe/retprobe=1,ref_ctr_offset=5/")
     assert.equal(type_of("uprobe"), t.type)
-    assert.equal(1 | 5 << 32, t.config)
+    assert.equal(compat.bor(1, compat.lshift(5, 32)), t.config)
   end)
 end)
 
@@ -215,14 +217,14 @@ describe("perfev.parse on a hybrid machine (fixture modelled on Alder Lake)", fu
   end)
 
   it("a hardware event becomes one event per core PMU, the PMU type in config's high 32 bits", function()
-    assert.same({ { 0, 4 << 32, "cpu_core", "cpu_core/cpu-cycles/" },
-                  { 0, 10 << 32, "cpu_atom", "cpu_atom/cpu-cycles/" } },
+    assert.same({ { 0, compat.lshift(4, 32), "cpu_core", "cpu_core/cpu-cycles/" },
+                  { 0, compat.lshift(10, 32), "cpu_atom", "cpu_atom/cpu-cycles/" } },
                 pick(h("cycles"), "type", "config", "pmu", "name"))
-    assert.same({ { 0, 4 << 32 | 1, true, "cpu_core/instructions:u/" },
-                  { 0, 10 << 32 | 1, true, "cpu_atom/instructions:u/" } },
+    assert.same({ { 0, compat.bor(compat.lshift(4, 32), 1), true, "cpu_core/instructions:u/" },
+                  { 0, compat.bor(compat.lshift(10, 32), 1), true, "cpu_atom/instructions:u/" } },
                 pick(h("instructions:u"), "type", "config", "exclude_kernel", "name"))
     -- cache events too; raw events take the PMU's type
-    assert.same({ { 3, 4 << 32 | 0x10000 }, { 3, 10 << 32 | 0x10000 } },
+    assert.same({ { 3, compat.bor(compat.lshift(4, 32), 0x10000) }, { 3, compat.bor(compat.lshift(10, 32), 0x10000) } },
                 pick(h("L1-dcache-load-misses"), "type", "config"))
     assert.same({ { 4, 0x1a8 }, { 10, 0x1a8 } }, pick(h("r1a8:k"), "type", "config"))
     -- software events are not per PMU
@@ -230,10 +232,11 @@ describe("perfev.parse on a hybrid machine (fixture modelled on Alder Lake)", fu
   end)
 
   it("cpu_core/cycles/: a single generic term means that PMU's event alone", function()
-    assert.same({ { 0, 4 << 32, "cpu_core/cycles/" } }, pick(h("cpu_core/cycles/"), "type", "config", "name"))
-    assert.same({ { 0, 10 << 32 | 1, true, "cpu_atom/instructions/k" } },
+    assert.same({ { 0, compat.lshift(4, 32), "cpu_core/cycles/" } }, pick(h("cpu_core/cycles/"), "type", "config",
+        "name"))
+    assert.same({ { 0, compat.bor(compat.lshift(10, 32), 1), true, "cpu_atom/instructions/k" } },
                 pick(h("cpu_atom/instructions/k"), "type", "config", "exclude_user", "name"))
-    assert.same({ { 3, 4 << 32 | 2 } }, pick(h("cpu_core/LLC-loads/"), "type", "config"))
+    assert.same({ { 3, compat.bor(compat.lshift(4, 32), 2) } }, pick(h("cpu_core/LLC-loads/"), "type", "config"))
     assert.same({ { 10, 0x1a8 } }, pick(h("cpu_atom/r1a8/"), "type", "config"))
     -- format terms and the PMU's own aliases stay PMU events of its type
     assert.same({ { 4, 0x3c } }, pick(h("cpu_core/event=0x3c/"), "type", "config"))

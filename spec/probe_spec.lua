@@ -7,6 +7,7 @@ local perfev = require "perfev"
 local probe = require "perfev.probe"
 local elf = require "perfev.elf"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local h = u.h
 local HELPER = assert(package.searchpath("bphelper", package.cpath), "bphelper.so not on package.cpath")
@@ -141,7 +142,7 @@ describe("perfev.uprobe on this kernel", function()
       return
     end
     local t = perfev.uprobe { path = HELPER, func = TARGET, ref_ctr_offset = 0x40 }
-    assert.equal(0x40 << 32, t.config)
+    assert.equal(compat.lshift(0x40, 32), t.config)
   end)
 
   it("perf probe puts its uprobe at the same file offset", function()
@@ -194,8 +195,8 @@ describe("perfev.kprobe", function()
                 { t.type, t.config, t.kprobe_func, t.probe_offset, t.name })
     t = perfev.kprobe({ func = "__x64_sys_getppid", offset = 4, ret = true }, FIX)
     assert.same({ 1, 4, "kretprobe:__x64_sys_getppid+0x4" }, { t.config, t.probe_offset, t.name })
-    t = perfev.kprobe({ addr = 0x7fffffff81377be0 }, FIX)
-    assert.same({ 0, 0x7fffffff81377be0 }, { t.config1, t.kprobe_addr })
+    t = perfev.kprobe({ addr = compat.hex64("0x7fffffff81377be0") }, FIX)
+    assert.same({ 0, compat.hex64("0x7fffffff81377be0") }, { t.config1, t.kprobe_addr })
     assert.is_nil(t.kprobe_func)
     assert.equal("ext4_fill_super", perfev.kprobe({ func = "ext4_fill_super" }, FIX).kprobe_func)  -- a module's
     -- and the string form

@@ -2,6 +2,7 @@
 -- software counts that must be right.
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local h = u.h
 local SW, FORMAT = core.SW, core.FORMAT
@@ -18,7 +19,7 @@ local function fmt_name(f)
   local parts = {}
   for _, p in ipairs { { TE, "enabled" }, { TR, "running" }, { ID, "id" }, { GROUP, "group" },
                        { LOST, "lost" } } do
-    if f & p[1] ~= 0 then parts[#parts + 1] = p[2] end
+    if compat.band(f, p[1]) ~= 0 then parts[#parts + 1] = p[2] end
   end
   return #parts > 0 and table.concat(parts, "|") or "0"
 end
@@ -33,7 +34,7 @@ describe("read", function()
         ev:disable()
         local raw = ev:read_raw()
         local entry = raw
-        if f & GROUP ~= 0 then
+        if compat.band(f, GROUP) ~= 0 then
           assert.equal(1, raw.nr)
           entry = raw[1]
           assert.is_table(entry)
@@ -41,25 +42,25 @@ describe("read", function()
           assert.is_nil(raw.nr)
         end
         assert.is_true(entry.value >= 20, "value " .. tostring(entry.value))
-        if f & ID ~= 0 then assert.equal(ev:id(), entry.id) else assert.is_nil(entry.id) end
-        if f & LOST ~= 0 then assert.equal(0, entry.lost) else assert.is_nil(entry.lost) end
-        if f & TE ~= 0 then
+        if compat.band(f, ID) ~= 0 then assert.equal(ev:id(), entry.id) else assert.is_nil(entry.id) end
+        if compat.band(f, LOST) ~= 0 then assert.equal(0, entry.lost) else assert.is_nil(entry.lost) end
+        if compat.band(f, TE) ~= 0 then
           assert.is_true(raw.time_enabled > 0)
         else
           assert.is_nil(raw.time_enabled)
         end
-        if f & TR ~= 0 then
+        if compat.band(f, TR) ~= 0 then
           assert.is_true(raw.time_running > 0)
-          if f & TE ~= 0 then assert.is_true(raw.time_running <= raw.time_enabled) end
+          if compat.band(f, TE) ~= 0 then assert.is_true(raw.time_running <= raw.time_enabled) end
         else
           assert.is_nil(raw.time_running)
         end
         -- read(): the count (scaled; equal here: software events never multiplex)
-        if f & GROUP ~= 0 then
+        if compat.band(f, GROUP) ~= 0 then
           local t = ev:read()
           assert.is_table(t)
           assert.equal(entry.value, t[1])
-          assert.equal(f & ID ~= 0 and ev:id() or 0, t.ids[1])
+          assert.equal(compat.band(f, ID) ~= 0 and ev:id() or 0, t.ids[1])
           assert.equal(raw.time_enabled, t.time_enabled)
           assert.equal(raw.time_running, t.time_running)
         else
@@ -74,7 +75,7 @@ describe("read", function()
   end)
 
   it("a count that never ran is false (not 0) when running time is read", function()
-    local ev = open(SW.TASK_CLOCK, TE | TR)
+    local ev = open(SW.TASK_CLOCK, compat.bor(TE, TR))
     local n, enabled, running = ev:read()
     assert.is_false(n)
     assert.equal(0, enabled)
@@ -86,7 +87,7 @@ describe("read", function()
   end)
 
   it("a group-format read of a leader gives every member, ids matching id()", function()
-    local leader = open(SW.PAGE_FAULTS, GROUP | ID | TE | TR)
+    local leader = open(SW.PAGE_FAULTS, compat.bor(GROUP, ID, TE, TR))
     local m1 = open(SW.TASK_CLOCK, ID, leader, false)
     local m2 = open(SW.CONTEXT_SWITCHES, ID, leader, false)
     leader:enable()
@@ -128,20 +129,22 @@ describe("read", function()
     it("leaves a count that never ran alone and does not overflow", function()
       assert.equal(100, core.scale(100, 50, 0))
       -- 2^62 * 4 / 2 = 2^63: a u64 above 2^63 reads as a negative integer
-      assert.equal(math.mininteger, core.scale(1 << 62, 4, 2))
+      assert.equal(compat.mininteger, core.scale(compat.lshift(1, 62), 4, 2))
       -- 10^18 * 10^18 / 10^18 needs 128 bits in between
-      assert.equal(1000000000000000000, core.scale(1000000000000000000, 1000000000000000000,
-                                                  1000000000000000000))
-      assert.equal(3000000000000000000, core.scale(1000000000000000000, 3000000000000000000,
-                                                  1000000000000000000))
+      assert.equal(compat.dec64("1000000000000000000"), core.scale(compat.dec64("1000000000000000000"),
+          compat.dec64("1000000000000000000"),
+                                                  compat.dec64("1000000000000000000")))
+      assert.equal(compat.dec64("3000000000000000000"), core.scale(compat.dec64("1000000000000000000"),
+          compat.dec64("3000000000000000000"),
+                                                  compat.dec64("1000000000000000000")))
       -- beyond u64: saturates at its maximum (-1 as a Lua integer)
-      assert.equal(-1, core.scale(1 << 62, 1 << 40, 1))
+      assert.equal(-1, core.scale(compat.lshift(1, 62), compat.lshift(1, 40), 1))
     end)
   end)
 
   describe("software counts", function()
     it("page-faults counts at least the N fresh pages touched", function()
-      local ev = open(SW.PAGE_FAULTS, TE | TR)
+      local ev = open(SW.PAGE_FAULTS, compat.bor(TE, TR))
       for _, n in ipairs { 1, 64, 1000 } do
         ev:reset()
         ev:enable()
@@ -154,7 +157,7 @@ describe("read", function()
     end)
 
     it("context-switches counts at least one across a sleep", function()
-      local ev = open(SW.CONTEXT_SWITCHES, TE | TR)
+      local ev = open(SW.CONTEXT_SWITCHES, compat.bor(TE, TR))
       ev:enable()
       h.sleep_ms(10)
       ev:disable()
@@ -169,7 +172,7 @@ describe("read", function()
     end)
 
     it("task-clock lies within the wall time and near the cpu time", function()
-      local ev = open(SW.TASK_CLOCK, TE | TR)
+      local ev = open(SW.TASK_CLOCK, compat.bor(TE, TR))
       local c0, w0 = os.clock(), h.now_ns()
       ev:enable()
       u.spin(30e6)
@@ -186,7 +189,7 @@ describe("read", function()
     end)
 
     it("a sleep adds wall time, not task-clock", function()
-      local ev = open(SW.TASK_CLOCK, TE | TR)
+      local ev = open(SW.TASK_CLOCK, compat.bor(TE, TR))
       local w0 = h.now_ns()
       ev:enable()
       h.sleep_ms(50)
@@ -199,7 +202,7 @@ describe("read", function()
     end)
 
     it("reset brings a count to 0 (disabled) or near 0 (running)", function()
-      local ev = open(SW.TASK_CLOCK, TE | TR)
+      local ev = open(SW.TASK_CLOCK, compat.bor(TE, TR))
       ev:enable()
       u.spin(5e6)
       ev:disable()
@@ -217,8 +220,8 @@ describe("read", function()
     end)
 
     it("a disabled event does not count", function()
-      local pf = open(SW.PAGE_FAULTS, TE | TR)
-      local tc = open(SW.TASK_CLOCK, TE | TR)
+      local pf = open(SW.PAGE_FAULTS, compat.bor(TE, TR))
+      local tc = open(SW.TASK_CLOCK, compat.bor(TE, TR))
       h.touch_pages(100)
       u.spin(2e6)
       assert.is_false((pf:read()))

@@ -7,6 +7,7 @@ local perfev = require "perfev"
 local pd = require "perfev.perfdata"
 local u = require "spec.support.util"
 local P = require "spec.support.perfdata"
+local compat = require "perfev.compat"
 
 -- A workload that spends its time in the interpreter and in libc
 -- (tostring formats with snprintf).
@@ -55,11 +56,11 @@ describe("perfev.record", function()
     local comm = u.read_file("/proc/self/comm"):gsub("%s+$", "")
     assert.same({ "comm", pid, pid, comm }, { recs[1].type, recs[1].pid, recs[1].tid, recs[1].comm })
     local exe = u.sh(("readlink -f /proc/%d/exe"):format(pid)):gsub("%s+$", "")
-    local ino = math.tointeger(tonumber((u.sh("stat -L -c %i '" .. exe .. "'"))))
+    local ino = compat.tointeger(tonumber((u.sh("stat -L -c %i '" .. exe .. "'"))))
     local found
     for _, r in ipairs(recs) do
       if r.type == "mmap2" then
-        assert.equal(4, r.prot & 4)            -- executable mappings only
+        assert.equal(4, compat.band(r.prot, 4))            -- executable mappings only
         assert.same({ 0, 0 }, { r.sample_id.time, r.sample_id.id })
         if r.filename == exe then found = r end
       end
@@ -159,7 +160,7 @@ describe("perfev.record", function()
     it("records a running process for duration_ms, named from /proc", function()
       local lua = u.lua_interpreter()
       local p = assert(io.popen(("%s -e 'while true do end' >/dev/null 2>&1 & echo $!"):format(lua)))
-      local pid = math.tointeger(tonumber(p:read("l")))
+      local pid = compat.tointeger(tonumber(p:read("l")))
       p:close()
       local path = dir .. "/pid.data"
       local r, msg = perfev.record { output = path, pid = pid, duration_ms = 300, period = 250000 }

@@ -6,6 +6,7 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local function sampler()
   return assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 100000,
@@ -43,7 +44,7 @@ describe("ring:aux", function()
   it("takes a power of two, and a read-write ring of an open event", function()
     local ev = sampler()
     local ring = assert(ev:mmap(1))
-    for _, bad in ipairs { 0, 3, -4, 1 << 21 } do
+    for _, bad in ipairs { 0, 3, -4, compat.lshift(1, 21) } do
       local ok, err = pcall(ring.aux, ring, bad)
       assert.is_false(ok)
       assert.matches("power of two", err)
@@ -72,9 +73,10 @@ describe("ring:aux", function()
   it("PERF_RECORD_AUX with every flag decodes (the ring's announcement of AUX data)", function()
     local attr = perfev.attr { sample_type = { "tid" }, sample_id_all = true }
     local F = core.AUX_FLAG
-    local flags = F.TRUNCATED | F.OVERWRITE | F.PARTIAL | F.COLLISION | (0x0100 & F.PMU_FORMAT_TYPE_MASK)
-    local body = string.pack("=I8I8I8I4I4", 8192, 4096, flags, 77, 78)
-    local bytes = string.pack("=I4I2I2", core.RECORD.AUX, 0, 8 + #body) .. body
+    local flags = compat.bor(F.TRUNCATED, F.OVERWRITE, F.PARTIAL, F.COLLISION, compat.band(0x0100,
+        F.PMU_FORMAT_TYPE_MASK))
+    local body = compat.pack("=I8I8I8I4I4", 8192, 4096, flags, 77, 78)
+    local bytes = compat.pack("=I4I2I2", core.RECORD.AUX, 0, 8 + #body) .. body
     local n = 0
     for rec in perfev.decode(bytes, attr) do
       n = n + 1

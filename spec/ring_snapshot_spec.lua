@@ -5,9 +5,10 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local PID = u.pid()
-local pack = string.pack
+local pack = compat.pack
 
 -- A cpu-clock sampler writing backward, with times on CLOCK_MONOTONIC so
 -- that they compare with h.now_ns().

@@ -3,6 +3,8 @@
 -- wrap-around and loss.
 local perfev = require "perfev"
 local u = require "spec.support.util"
+local tbc = require "spec.support.tbc"
+local compat = require "perfev.compat"
 
 local PID = u.pid()
 
@@ -32,7 +34,7 @@ describe("perfev ring", function()
 
     it("takes a power of two; anything else is an error naming the rule", function()
       local ev = sampler()
-      for _, bad in ipairs { 3, 6, -1, 1 << 21 } do
+      for _, bad in ipairs { 3, 6, -1, compat.lshift(1, 21) } do
         local ok, err = pcall(ev.mmap, ev, bad)
         assert.is_false(ok)
         assert.matches("power of two", err)
@@ -65,9 +67,14 @@ describe("perfev ring", function()
       assert.is_true(ring:closed())
       assert.is_true(ring:close())   -- twice is fine
       assert.has_error(function() ring:records() end, "perfev.ring: attempt to use a closed ring")
-      do
-        local r2 <close> = assert(ev:mmap(1))
-        assert.is_false(r2:closed())
+      if tbc.available then
+        tbc.run([[
+          local ev, assert = ...
+          do
+            local r2 <close> = assert(ev:mmap(1))
+            assert.is_false(r2:closed())
+          end
+        ]], ev, assert)
       end
       local maps_before = u.read_file("/proc/self/maps")
       local _, n_before = maps_before:gsub("perf_event", "")

@@ -6,42 +6,43 @@
 local perfev = require "perfev"
 local core = require "perfev.core"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local compute = core._selfread_compute
 
 -- The man page's formulas, in Lua: integers wrap modulo 2^64 and >> is
 -- logical, as u64 arithmetic in C.
 local function cyc_to_ns(cyc, mult, shift)
-  local quot = cyc >> shift
-  local rem = cyc & ((1 << shift) - 1)
-  return quot * mult + ((rem * mult) >> shift)
+  local quot = compat.rshift(cyc, shift)
+  local rem = compat.band(cyc, (compat.lshift(1, shift)) - 1)
+  return quot * mult + (compat.rshift(rem * mult, shift))
 end
 
 local function sign_extend(v, width)
-  v = v & ((1 << width) - 1)
-  if v & (1 << (width - 1)) ~= 0 then v = v - (1 << width) end
+  v = compat.band(v, (compat.lshift(1, width)) - 1)
+  if compat.band(v, compat.lshift(1, width - 1)) ~= 0 then v = v - (compat.lshift(1, width)) end
   return v
 end
 
 local function scale(count, enabled, running)
-  local quot, rem = count // running, count % running
-  return quot * enabled + (rem * enabled) // running
+  local quot, rem = compat.idiv(count, running), count % running
+  return quot * enabled + compat.idiv(rem * enabled, running)
 end
 
 describe("ring:read, the self-read through the metadata page", function()
   describe("the arithmetic, on synthetic pages", function()
     it("cap_user_rdpmc and index: offset plus the counter sign-extended by pmc_width", function()
       -- 48-bit counter with its high bit set: a negative delta from offset
-      local pmc = (1 << 47) | 12345
-      local r = compute({ cap_user_rdpmc = true, index = 3, pmc_width = 48, offset = 1 << 50,
+      local pmc = compat.bor(compat.lshift(1, 47), 12345)
+      local r = compute({ cap_user_rdpmc = true, index = 3, pmc_width = 48, offset = compat.lshift(1, 50),
                           time_enabled = 500, time_running = 500 }, pmc, 0)
       assert.is_true(r.user)
       assert.equal(sign_extend(pmc, 48), r.pmc)
-      assert.equal(12345 - (1 << 47), r.pmc)
-      assert.equal((1 << 50) + 12345 - (1 << 47), r.count)
+      assert.equal(12345 - (compat.lshift(1, 47)), r.pmc)
+      assert.equal((compat.lshift(1, 50)) + 12345 - (compat.lshift(1, 47)), r.count)
       -- bits above the width are not part of the counter
       local r2 = compute({ cap_user_rdpmc = true, index = 1, pmc_width = 48, offset = 7 },
-                         (0xffff << 48) | 5, 0)
+                         compat.bor(compat.lshift(0xffff, 48), 5), 0)
       assert.equal(12, r2.count)
       -- a positive value below the high bit is added as it is
       local r3 = compute({ cap_user_rdpmc = true, index = 1, pmc_width = 40, offset = -100 },
@@ -92,7 +93,7 @@ describe("ring:read, the self-read through the metadata page", function()
 
     it("index 0: enabled advances, running does not (the event is off its counter)", function()
       local page = { cap_user_time = true, index = 0, offset = 600, time_enabled = 2000,
-                     time_running = 1000, time_shift = 10, time_mult = 1 << 10, time_offset = -50 }
+                     time_running = 1000, time_shift = 10, time_mult = compat.lshift(1, 10), time_offset = -50 }
       local r = compute(page, 0, 300)
       assert.equal(250, r.delta)   -- 300 cycles of 1 ns, less 50
       assert.equal(2250, r.enabled)
@@ -107,7 +108,7 @@ describe("ring:read, the self-read through the metadata page", function()
         { cap_user_time = true, time_enabled = 10, time_running = 10, time_mult = 3, time_shift = 1 },
         { cap_user_time = false, time_enabled = 20, time_running = 10, time_mult = 3, time_shift = 1 },
       } do
-        local r = compute(page, 0, 1 << 40)
+        local r = compute(page, 0, compat.lshift(1, 40))
         assert.is_false(r.extrapolated)
         assert.equal(0, r.delta)
         assert.equal(page.time_enabled, r.enabled)
@@ -141,10 +142,11 @@ describe("ring:read, the self-read through the metadata page", function()
       page.timestamp = t
       local back = compute(page, 0, cyc).cyc_of_timestamp
       local d = t - page.time_zero
-      local quot, rem = d // page.time_mult, d % page.time_mult
-      assert.equal((quot << page.time_shift) + (rem << page.time_shift) // page.time_mult, back)
+      local quot, rem = compat.idiv(d, page.time_mult), d % page.time_mult
+      assert.equal((compat.lshift(quot, page.time_shift)) + compat.idiv(compat.lshift(rem, page.time_shift),
+          page.time_mult), back)
       -- the round trip loses less than one ns worth of cycles
-      assert.is_true(math.abs(back - cyc) <= (1 << page.time_shift) // page.time_mult + 1)
+      assert.is_true(math.abs(back - cyc) <= compat.idiv(compat.lshift(1, page.time_shift), page.time_mult) + 1)
     end)
 
     it("the seqlock: a pass during which lock moved is retried", function()

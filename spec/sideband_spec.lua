@@ -6,6 +6,7 @@
 -- kernel shows elsewhere: /proc/self/maps, stat(1), readelf(1), $$.
 local perfev = require "perfev"
 local u = require "spec.support.util"
+local compat = require "perfev.compat"
 
 local PID = u.pid()
 local PROT_READ, PROT_EXEC, MAP_SHARED = 1, 4, 1
@@ -30,8 +31,9 @@ local function stat(path)
   local out = trim(u.sh("stat -L -c '%i %d' '" .. path .. "'"))
   local ino, dev = out:match("^(%d+) (%d+)$")
   dev = assert(tonumber(dev), "stat failed for " .. path)
-  return { ino = tonumber(ino), maj = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff),
-           min = (dev & 0xff) | ((dev >> 12) & ~0xff) }
+  return { ino = tonumber(ino), maj = compat.bor(compat.band(compat.rshift(dev, 8), 0xfff),
+      compat.band(compat.rshift(dev, 32), compat.bnot(0xfff))),
+           min = compat.bor(compat.band(dev, 0xff), compat.band(compat.rshift(dev, 12), compat.bnot(0xff))) }
 end
 
 local function hex(bytes)
@@ -102,7 +104,7 @@ describe("side-band records", function()
      function()
     local path = os.tmpname()
     local f = assert(io.open(path, "wb"))
-    f:write(("perfev"):rep(4 * 4096 // 6 + 1))
+    f:write(("perfev"):rep(compat.idiv(4 * 4096, 6) + 1))
     f:close()
     local s = assert(perfev.sampler { event = "dummy", mmap2 = true, mmap_data = true })
     s:enable()
@@ -116,7 +118,7 @@ describe("side-band records", function()
     assert.same({ PID, PID, addr, 8192, 4096 }, { m.pid, m.tid, m.addr, m.len, m.pgoff })
     assert.equal(maps.pgoff, m.pgoff)
     assert.equal(PROT_READ, m.prot)
-    assert.equal(MAP_SHARED, m.flags & MAP_SHARED)
+    assert.equal(MAP_SHARED, compat.band(m.flags, MAP_SHARED))
     assert.is_true(m.mmap_data)            -- not executable: reported for mmap_data
     assert.is_nil(m.build_id)              -- build_id not asked: the inode form
     assert.same({ maps.maj, maps.min, maps.ino }, { m.maj, m.min, m.ino })
@@ -133,7 +135,7 @@ describe("side-band records", function()
     local st = stat(path)
     for _, m in ipairs(recs) do
       assert.equal(PID, m.pid)
-      assert.equal(PROT_EXEC, m.prot & PROT_EXEC)   -- without mmap_data: executable ones only
+      assert.equal(PROT_EXEC, compat.band(m.prot, PROT_EXEC))   -- without mmap_data: executable ones only
       assert.is_nil(m.mmap_data)
       local maps = assert(maps_line(m.addr), "no /proc/self/maps line at " .. m.addr)
       assert.matches("x", maps.perms)

@@ -5,6 +5,7 @@
 --   local B = require "bench.support"
 local shell = require "spec.support.shell"
 local P = require "spec.support.perfdata"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -16,7 +17,7 @@ function M.median(t)
   local s = {}
   for i, v in ipairs(t) do s[i] = v end
   table.sort(s)
-  return s[(#s + 1) // 2]
+  return s[compat.idiv(#s + 1, 2)]
 end
 
 return M

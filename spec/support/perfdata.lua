@@ -3,6 +3,7 @@
 -- forms (no symbols): `perf script -D` (every record as perf delivers it,
 -- with its file offset and raw callchain) and `perf script -F`.
 local shell = require "spec.support.shell"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -36,11 +37,11 @@ function M.busy(n)
 end
 
 local function hex(s)
-  local v = math.tointeger(tonumber(s, 16))
+  local v = compat.tointeger(tonumber(s, 16))
   if v then return v end
   -- above 2^63: tonumber gives a float; build the integer from halves
   s = ("%016s"):format(s):gsub(" ", "0")
-  return (tonumber(s:sub(1, 8), 16) << 32) | tonumber(s:sub(9), 16)
+  return compat.bor(compat.lshift(tonumber(s:sub(1, 8), 16), 32), (tonumber(s:sub(9), 16)))
 end
 M.hex = hex
 
@@ -62,7 +63,7 @@ function M.dump(path, input)
     -- perf prints a table header right after STAT_ROUND
     if name and name:match("^STAT_ROUND") then name = "STAT_ROUND" end
     if t then
-      cur = { time = math.tointeger(tonumber(t)), offset = hex(off), size = hex(size),
+      cur = { time = compat.tointeger(tonumber(t)), offset = hex(off), size = hex(size),
               type = name:lower(), cpu = tonumber(cpu) }
       if name == "SAMPLE" then
         local pid, tid, ip, period = line:match(": (%-?%d+)/(%-?%d+): 0x(%x+) period: (%d+)")

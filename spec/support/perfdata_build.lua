@@ -3,13 +3,14 @@
 -- big-endian file, every perf record type, exact corruptions).
 --   local B = require "spec.support.perfdata_build"
 --   local bytes = B.file(">", { attrs = {...}, records = {...}, features = {...} })
-local pack = string.pack
+local compat = require "perfev.compat"
+local pack = compat.pack
 
 local M = {}
 
 local function rev8(b)
   local r = 0
-  for k = 0, 7 do if b & (1 << k) ~= 0 then r = r | (1 << (7 - k)) end end
+  for k = 0, 7 do if compat.band(b, compat.lshift(1, k)) ~= 0 then r = compat.bor(r, compat.lshift(1, 7 - k)) end end
   return r
 end
 
@@ -83,7 +84,8 @@ function M.file(e, opts)
   local data = opts.data
   local feat = opts.features or {}
   local words = { 0, 0, 0, 0 }
-  for _, f in ipairs(feat) do words[f[1] // 64 + 1] = words[f[1] // 64 + 1] | (1 << (f[1] % 64)) end
+  for _, f in ipairs(feat) do words[compat.idiv(f[1], 64) + 1] = compat.bor(words[compat.idiv(f[1], 64) + 1],
+      compat.lshift(1, f[1] % 64)) end
   local tbl_off = data_off + #data
   local sec_at = tbl_off + 16 * #feat
   local tbl, secs = {}, {}

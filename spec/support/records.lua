@@ -3,8 +3,9 @@
 --   local rb = require "spec.support.records"
 local perfev = require "perfev"
 local assert = require "luassert"
+local compat = require "perfev.compat"
 
-local pack = string.pack
+local pack = compat.pack
 local M = {}
 
 -- A record: header (type, misc, size) and a body padded to 8 bytes.
