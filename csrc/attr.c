@@ -172,7 +172,7 @@ static uint64_t list_value(lua_State *L, const struct perfev_field *f, int idx)
   size_t n = lua_rawlen(L, idx);
   for (size_t i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, (lua_Integer)i);
-    if (lua_type(L, -1) == LUA_TNUMBER)
+    if (perfev_isnum(L, -1))
       v |= (uint64_t)lua_tointeger(L, -1);
     else if (lua_type(L, -1) == LUA_TSTRING)
       v |= names_value(L, f, lua_tostring(L, -1));
@@ -229,6 +229,7 @@ static uint64_t lua_to_field(lua_State *L, int aidx, const struct perfev_field *
       luaL_error(L, "perfev.attr: field '%s' expects an integer, got boolean", f->name);
     return (uint64_t)lua_toboolean(L, vidx);
   case LUA_TNUMBER:
+  case PERFEV_TCDATA:
     return number_value(L, f, vidx);
   case LUA_TSTRING:
     if (f->names == PERFEV_NAMES_CSTR)

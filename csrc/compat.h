@@ -311,6 +311,14 @@ static inline int perfev_tou64(lua_State *L, int idx, uint64_t *out)
 
 #endif
 
+/* A number, or on LuaJIT a cdata: what the integer API above takes (it
+ * still refuses a cdata that is not a 64-bit integer). */
+static inline int perfev_isnum(lua_State *L, int idx)
+{
+  int t = lua_type(L, idx);
+  return t == LUA_TNUMBER || t == PERFEV_TCDATA;
+}
+
 /* A Lua file handle (io.open, io.tmpfile) at idx; raises when idx is not
  * one. perfev_stream_file() gives its FILE *, NULL once closed. */
 static inline perfev_stream *perfev_checkstream(lua_State *L, int idx)

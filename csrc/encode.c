@@ -129,7 +129,7 @@ uint64_t perfev_enc_check_u(struct perfev_enc *e, const char *path, size_t at, c
   int isint = 0;
   lua_Integer v = lua_tointegerx(L, -1, &isint);
   char name[96];
-  if (!isint || lua_type(L, -1) != LUA_TNUMBER)
+  if (!isint || !perfev_isnum(L, -1))
     perfev_enc_error(e, "field '%s' must be an integer, got %s",
                      perfev_enc_name(name, sizeof name, path, at, key),
                      lua_type(L, -1) == LUA_TNUMBER ? "a float" : luaL_typename(L, -1));

@@ -98,7 +98,7 @@ static void op_s32(struct perfev_enc *e, const struct perfev_rfield *f)
   if (!get_scalar(e, f->name))
     missing(e, NULL, 0, f->name);
   v = lua_tointegerx(L, -1, &isint);
-  if (!isint || lua_type(L, -1) != LUA_TNUMBER)
+  if (!isint || !perfev_isnum(L, -1))
     wrong(e, NULL, 0, f->name, "an integer");
   if (v < INT32_MIN || v > (lua_Integer)UINT32_MAX)
     perfev_enc_error(e, "field '%s' is %lld, out of range for a pid_t or a u32 "

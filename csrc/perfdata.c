@@ -566,13 +566,13 @@ static int l_reader(lua_State *L)
     { "bufsize", LUA_TNUMBER }, { "max_queue", LUA_TNUMBER }, { "warnings", LUA_TTABLE },
     { NULL, 0 }
   };
-  luaL_Stream *s = (luaL_Stream *)luaL_checkudata(L, 1, LUA_FILEHANDLE);
+  perfev_stream *s = perfev_checkstream(L, 1);
   struct pd_reader *r;
   lua_Integer bufsize, size;
   const char *name;
   lua_settop(L, 2);
   perfev_check_options(L, 2, "perfev.perfdata_reader", opts);
-  if (PERFEV_STREAM_CLOSED(s))
+  if (perfev_stream_file(s) == NULL)
     return luaL_error(L, "perfev.perfdata: the file is closed");
   bufsize = perfev_opt_int(L, 2, "bufsize", (lua_Integer)PD_DEFAULT_BUF);
   if (bufsize < (lua_Integer)PD_MIN_BUF)
@@ -610,7 +610,7 @@ static int l_reader(lua_State *L)
   r->swap = perfev_opt_bool(L, 2, "swap", 0);
   r->pipe = perfev_opt_bool(L, 2, "pipe", 0);
   r->seekable = perfev_opt_bool(L, 2, "seekable", 0);
-  if (r->seekable && fseeko(s->f, (off_t)r->start, SEEK_SET) != 0)
+  if (r->seekable && fseeko(perfev_stream_file(s), (off_t)r->start, SEEK_SET) != 0)
     return pd_error(L, r, "cannot seek to the data at offset %" PRIu64 ": %s", r->start,
                     strerror(errno));
   return 1;

@@ -79,7 +79,7 @@ struct pd_lx {
 };
 
 struct pd_reader {
-  luaL_Stream *stream;          /* the Lua file handle (kept alive in the uservalue) */
+  perfev_stream *stream;          /* the Lua file handle (kept alive in the uservalue) */
   char name[200];               /* the file, for messages */
   int swap, pipe, closed;
   /* the data: file offsets [start, end); end UINT64_MAX: until EOF */

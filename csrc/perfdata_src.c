@@ -16,9 +16,10 @@
 
 static FILE *fp_of(lua_State *L, struct pd_reader *r)
 {
-  if (r->closed || !r->stream || PERFEV_STREAM_CLOSED(r->stream))
+  FILE *f = r->closed || !r->stream ? NULL : perfev_stream_file(r->stream);
+  if (!f)
     pd_error(L, r, "the file was closed");
-  return r->stream->f;
+  return f;
 }
 
 /* Reading goes no further than the data's end. */
