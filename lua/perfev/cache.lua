@@ -6,6 +6,7 @@
 -- words; config = cache | op << 8 | result << 16. Names are case-sensitive,
 -- as in perf.
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local C, OP, RES = core.HW_CACHE, core.HW_CACHE_OP, core.HW_CACHE_RESULT
 
@@ -69,7 +70,8 @@ M.supports = supports
 
 -- The config of cache/op/result rows (op and result may be nil: load, refs).
 function M.config(cache, op, result)
-  return cache[2] | ((op and op[2] or OP.READ) << 8) | ((result and result[2] or RES.ACCESS) << 16)
+  return compat.bor(cache[2], compat.lshift(op and op[2] or OP.READ, 8),
+      compat.lshift(result and result[2] or RES.ACCESS, 16))
 end
 
 -- resolve(cache word, { word, word }) -> config | nil, message

@@ -29,6 +29,7 @@
 -- ELF file, a 32-bit ELF, a missing symbol with the nearest names). Both
 -- byte orders are read. On LuaJIT, values above 2^53 (never an address of
 -- user space) lose precision.
+local compat = require "perfev.compat"
 local M = {}
 
 local SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_DYNSYM = 2, 3, 7, 11
@@ -203,7 +204,7 @@ local function read_table(e, f, sec, labels)
   local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
   local list = {}
   -- Lua 5.3+: one string.unpack per symbol (fast); LuaJIT: the byte readers
-  local unpack = string.unpack
+  local unpack = compat.unpack
   local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
   for p = 1, #data - SYM_SIZE + 1, SYM_SIZE do
     local name, info, other, shndx, value, size

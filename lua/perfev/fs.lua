@@ -1,6 +1,7 @@
 -- Small filesystem helpers for the name modules (sysfs, tracefs): read a
 -- file, list a directory. Directory listing uses LuaFileSystem when it is
 -- installed, else `ls` through io.popen.
+local compat = require "perfev.compat"
 local M = {}
 
 local has_lfs, lfs = pcall(require, "lfs")
@@ -51,7 +52,7 @@ end
 -- process itself (a child started to ask, e.g. through io.popen, would see
 -- its own).
 function M.own_pid()
-  return math.tointeger(tonumber(assert(M.read("/proc/self/stat")):match("^(%d+)")))
+  return compat.tointeger(tonumber(assert(M.read("/proc/self/stat")):match("^(%d+)")))
 end
 
 -- ranges("0-3,5,7-8") -> { {0, 3}, {5, 5}, {7, 8} } | nil, message: the

@@ -6,12 +6,12 @@
 -- weak group (W) the kernel refused as a group reads its members one by
 -- one. The methods and the result tables are the same in every case.
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 local spec = require "perfev.spec"
 local open = require "perfev.open"
 local tool = require "perfev.tool"
 local options = require "perfev.options"
 local measure = require "perfev.measure"
-local bits = require "perfev.bits"
 
 local M = {}
 
@@ -73,7 +73,7 @@ local function build(specs, grouped)
       -- samples and takes its sample_type, unless it was given a period
       a.inherit = false
       if k > 1 then
-        a.sample_type = bits.set(bits.set(m.attrs[m.kernel[1]].sample_type, SAMPLE.READ), SAMPLE.ID)
+        a.sample_type = compat.bor(m.attrs[m.kernel[1]].sample_type, SAMPLE.READ, SAMPLE.ID)
         if t.sample_period == nil and t.sample_freq == nil then
           a.sample_period, a.freq = 0, false
         end

@@ -10,6 +10,7 @@
 -- and say "did you mean" when a close name exists.
 local core = require "perfev.core"
 local nearest = require "perfev.nearest"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -78,7 +79,7 @@ end
 -- is_integer(v): an integer, or a float with an integer value (LuaJIT has
 -- no integer subtype; Lua 5.3+ converts such floats where one is needed),
 -- or on LuaJIT a 64-bit integer cdata (how values above 2^53 come back)
-local mtype = math.type
+local mtype = compat.math_type
 function M.is_integer(v)
   if mtype and mtype(v) == "integer" then return true end
   local t = type(v)

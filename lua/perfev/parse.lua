@@ -61,6 +61,7 @@ local V = require "perfev.parse.vocab"
 local lexer = require "perfev.parse.lexer"
 local B = require "perfev.parse.base"
 local T = require "perfev.parse.terms"
+local compat = require "perfev.compat"
 
 local TYPE = core.TYPE
 local P, fail, WORD = lexer.P, lexer.fail, lexer.WORD
@@ -168,9 +169,9 @@ function P:breakpoint(start, in_group)
   self:event_end(in_group)
   local bp = 0
   local BP = core.BP_TYPE
-  if access == "" then bp = BP.R | BP.W end
+  if access == "" then bp = compat.bor(BP.R, BP.W) end
   for c in access:gmatch(".") do
-    bp = bp | (c == "r" and BP.R or c == "w" and BP.W or BP.X)
+    bp = compat.bor(bp, c == "r" and BP.R or c == "w" and BP.W or BP.X)
   end
   if not len then len = bp == BP.X and 8 or 4 end
   local ev = new_event(TYPE.BREAKPOINT, 0)

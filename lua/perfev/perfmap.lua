@@ -17,6 +17,7 @@
 local fs = require "perfev.fs"
 local core = require "perfev.core"
 local options = require "perfev.options"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -71,9 +72,9 @@ function Map:add(start, size, name)
   end
   local ok, msg, errno = self.f:write(("%x %x %s\n"):format(start, size, name))
   if not ok then return nil, "perfev.perfmap: " .. self.path .. ": " .. tostring(msg), errno end
-  if not self.lo or math.ult(start, self.lo) then self.lo = start end
+  if not self.lo or compat.ult(start, self.lo) then self.lo = start end
   local hi = start + size
-  if not self.hi or math.ult(self.hi, hi) then self.hi = hi end
+  if not self.hi or compat.ult(self.hi, hi) then self.hi = hi end
   self.n = self.n + 1
   return true
 end

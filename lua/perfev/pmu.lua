@@ -8,6 +8,7 @@
 --   local fields = {}
 --   assert(pmu.set_term(p, "umask", 0x81, fields))   -- fields.config |= 0x81 << 8
 local fs = require "perfev.fs"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -138,16 +139,16 @@ end
 function M.set_term(p, term, value, fields)
   local f = p.formats[term]
   if not f then return nil, "unknown" end
-  if f.bits < 64 and (value < 0 or value >> f.bits ~= 0) then
-    return nil, ("value too big for format '%s', maximum is %d"):format(term, (1 << f.bits) - 1)
+  if f.bits < 64 and (value < 0 or compat.rshift(value, f.bits) ~= 0) then
+    return nil, ("value too big for format '%s', maximum is %d"):format(term, (compat.lshift(1, f.bits)) - 1)
   end
   local v = value
   local field = fields[f.field] or 0
   for _, r in ipairs(f.ranges) do
     local width = r[2] - r[1] + 1
-    local mask = width == 64 and -1 or (1 << width) - 1
-    field = field | ((v & mask) << r[1])
-    v = width == 64 and 0 or v >> width
+    local mask = width == 64 and -1 or (compat.lshift(1, width)) - 1
+    field = compat.bor(field, compat.lshift(compat.band(v, mask), r[1]))
+    v = width == 64 and 0 or compat.rshift(v, width)
   end
   fields[f.field] = field
   return true

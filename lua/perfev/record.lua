@@ -19,6 +19,7 @@ local synth = require "perfev.perfdata.synth"
 local fs = require "perfev.fs"
 local options = require "perfev.options"
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -146,7 +147,7 @@ function M.record(opts)
         if ok then ok, err, eno = drain(s, w) end
       end, "", every)
     end
-    local res = table.pack(pcall(opts.fn, table.unpack(opts.args or {})))
+    local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
     debug.sethook(hook, mask, count)
     s:disable()
     if not res[1] then
@@ -155,7 +156,7 @@ function M.record(opts)
       w:close()
       error(res[2], 0)
     end
-    summary.results = table.pack(table.unpack(res, 2, res.n))
+    summary.results = compat.table_pack(compat.table_unpack(res, 2, res.n))
   else
     if opts.pid then
       local eok, m, e = s:enable()

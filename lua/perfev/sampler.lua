@@ -9,7 +9,7 @@ local spec = require "perfev.spec"
 local open = require "perfev.open"
 local fs = require "perfev.fs"
 local options = require "perfev.options"
-local bits = require "perfev.bits"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -124,8 +124,8 @@ local function build_attr(s, i, nspecs, opts, mode)
   local st = bits.union(mask_of(opts.sample_type or DEFAULT_SAMPLE_TYPE), a.sample_type)
   -- following a command filters by pid and orders by time; several
   -- events of one ring are told apart by their id
-  if mode == "command" then st = bits.set(bits.set(st, SAMPLE.TID), SAMPLE.TIME) end
-  if nspecs > 1 then st = bits.set(st, SAMPLE.IDENTIFIER) end
+  if mode == "command" then st = compat.bor(st, SAMPLE.TID, SAMPLE.TIME) end
+  if nspecs > 1 then st = compat.bor(st, SAMPLE.IDENTIFIER) end
   a.sample_type = st
   a.disabled = true
   a.inherit = opts.inherit
@@ -262,7 +262,7 @@ function M.new(opts)
   local self = setmetatable({
     cpus = cpus, events = {}, rings = {}, by_spec = {}, names = names, mode = mode,
     command = opts.command, pid = opts.pid or 0, maps = {}, proc_maps = {}, me = fs.own_pid(),
-    has_time = bits.has(attrs[1].sample_type, SAMPLE.TIME),
+    has_time = compat.btest(attrs[1].sample_type, SAMPLE.TIME),
     want_task = opts.task == true,
   }, S)
   for i = 1, #specs do self.by_spec[i] = {} end
@@ -359,7 +359,7 @@ function S:records()
   if self.has_time then
     table.sort(order, function(a, b)
       local ta, tb = times[a], times[b]
-      if ta ~= tb then return math.ult(ta, tb) end
+      if ta ~= tb then return compat.ult(ta, tb) end
       return a < b
     end)
   end
@@ -484,7 +484,7 @@ end
 local function find(list, ip)
   for i = #list, 1, -1 do   -- the newest mapping wins
     local m = list[i]
-    if not math.ult(ip, m.addr) and math.ult(ip - m.addr, m.len) then return m end
+    if not compat.ult(ip, m.addr) and compat.ult(ip - m.addr, m.len) then return m end
   end
   return nil
 end

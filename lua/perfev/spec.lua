@@ -4,10 +4,10 @@
 -- weak_group, sample_read, precise_max, tool -- perfev.open and
 -- perfev.group honour). Opening is perfev.open's (lua/perfev/open.lua).
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 local names = require "perfev.names"
 local parse = require "perfev.parse"
 local options = require "perfev.options"
-local bits = require "perfev.bits"
 
 local M = {}
 
@@ -40,8 +40,8 @@ local function from_table(t, fname)
   -- S: the sample carries the counts (PERF_SAMPLE_READ) and, as perf sets
   -- it, the id that tells whose counts they are
   if t.sample_read then
-    a.sample_type = bits.set(bits.set(a.sample_type, core.SAMPLE.READ), core.SAMPLE.ID)
-    a.read_format = bits.set(a.read_format, core.FORMAT.ID)
+    a.sample_type = compat.bor(a.sample_type, core.SAMPLE.READ, core.SAMPLE.ID)
+    a.read_format = compat.bor(a.read_format, core.FORMAT.ID)
   end
   if t.name ~= nil and type(t.name) ~= "string" then
     options.raisef("%s: field 'name' must be a string, got %s", fname, options.describe(t.name))

@@ -7,6 +7,7 @@ local cache = require "perfev.cache"
 local pmu = require "perfev.pmu"
 local V = require "perfev.parse.vocab"
 local lexer = require "perfev.parse.lexer"
+local compat = require "perfev.compat"
 
 local TYPE = core.TYPE
 local P, fail = lexer.P, lexer.fail
@@ -31,7 +32,7 @@ local function apply(ev, mods, pos, add, leader)
   local st = {}
   for _, b in ipairs(BITS) do st[b] = add and ev[b] or 0 end
   st.precise_ip = add and ev.precise_ip or 0
-  local excluded = add and (st.exclude_user | st.exclude_kernel | st.exclude_hv) ~= 0
+  local excluded = add and (compat.bor(st.exclude_user, st.exclude_kernel, st.exclude_hv)) ~= 0
   local gh = add and ev._gh or false
   for c in mods:gmatch(".") do
     local m = MOD[c]
@@ -78,7 +79,7 @@ end
 local function raw(word)
   local hex = word:match("^r0x(%x+)$") or word:match("^r(%x+)$")
   if hex and #hex:gsub("^0+", "") <= 16 then
-    return { type = TYPE.RAW, config = math.tointeger(tonumber(hex, 16)) or tonumber("0x" .. hex),
+    return { type = TYPE.RAW, config = compat.hex64("0x" .. hex),
              name = word }
   end
 end
@@ -109,8 +110,8 @@ local function hw_cache(word)
         -- canonical name: cache-ops for refs, cache-op-misses for misses
         local row = cache.cache_by_word[cw]
         local c = config
-        local op = cache.ops[((c >> 8) & 0xff) + 1]
-        local name = row[1] .. "-" .. ((c >> 16) == 0 and op[3] or (op[1] .. "-misses"))
+        local op = cache.ops[(compat.band(compat.rshift(c, 8), 0xff)) + 1]
+        local name = row[1] .. "-" .. ((compat.rshift(c, 16)) == 0 and op[3] or (op[1] .. "-misses"))
         return { type = TYPE.HW_CACHE, config = config, name = name }
       end
     end
@@ -161,7 +162,7 @@ function P:hybrid(list, only)
           if ev.type == TYPE.RAW then
             e.type = p.type
           else
-            e.config = (ev.config & HW_EVENT_MASK) | (p.type << PMU_TYPE_SHIFT)
+            e.config = compat.bor(compat.band(ev.config, HW_EVENT_MASK), compat.lshift(p.type, PMU_TYPE_SHIFT))
           end
           e.pmu, e._wrap, e._base = p.name, p.name, ev.name
           e.name = p.name .. "/" .. ev.name .. "/"

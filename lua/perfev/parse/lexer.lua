@@ -3,6 +3,7 @@
 -- position (at the caller's line).
 local options = require "perfev.options"
 local V = require "perfev.parse.vocab"
+local compat = require "perfev.compat"
 
 local MOD, MOD_CHARS, MOD_SET = V.MOD, V.MOD_CHARS, V.MOD_SET
 
@@ -59,12 +60,12 @@ function P:number(what)
     if self.s:sub(self.i + 1, self.i + 1) == "X" then self:fail("expected " .. what) end
     local digits = hex:gsub("^0+", "")
     if #digits > 16 then self:fail(what .. " does not fit in 64 bits", start) end
-    v = math.tointeger(tonumber(hex, 16)) or tonumber("0x" .. hex)
+    v = compat.hex64("0x" .. hex)
     self.i = self.i + 2 + #hex
   else
     local dec = self.s:match("^%d+", self.i)
     if not dec then self:fail(("expected %s, found %s"):format(what, self:found())) end
-    v = math.tointeger(tonumber(dec))
+    v = compat.tointeger(tonumber(dec))
     if not v then self:fail(what .. " does not fit in 64 bits", start) end
     self.i = self.i + #dec
   end

@@ -7,6 +7,7 @@ local options = require "perfev.options"
 local probe_keys = require "perfev.probe_keys"
 local V = require "perfev.parse.vocab"
 local lexer = require "perfev.parse.lexer"
+local compat = require "perfev.compat"
 
 local SAMPLE, BRANCH = core.SAMPLE, core.BRANCH
 local fail = lexer.fail
@@ -20,7 +21,7 @@ local M = {}
 
 local function sample_bits(ev, bit, on)
   local st = ev.sample_type or 0
-  ev.sample_type = on and (st | bit) or (st & ~bit)
+  ev.sample_type = on and (compat.bor(st, bit)) or (compat.band(st, compat.bnot(bit)))
 end
 
 local function assign(field)
@@ -32,7 +33,7 @@ local function boolean(field, when)
   return function(ev, v) ev[field] = (v ~= 0) == when end
 end
 
-local PRIVILEGE = BRANCH.USER | BRANCH.KERNEL | BRANCH.HV
+local PRIVILEGE = compat.bor(BRANCH.USER, BRANCH.KERNEL, BRANCH.HV)
 
 local function branch_type(ev, v)
   local name = V.BRANCH_FILTERS[v]
@@ -43,8 +44,8 @@ local function branch_type(ev, v)
     return ("unknown branch filter '%s' (one of %s)"):format(v, table.concat(list, ", "))
   end
   local bits = BRANCH[name]
-  if bits & ~PRIVILEGE == 0 then bits = bits | BRANCH.ANY end
-  ev.branch_sample_type = (ev.branch_sample_type or 0) | bits
+  if compat.band(bits, compat.bnot(PRIVILEGE)) == 0 then bits = compat.bor(bits, BRANCH.ANY) end
+  ev.branch_sample_type = compat.bor(ev.branch_sample_type or 0, bits)
   sample_bits(ev, SAMPLE.BRANCH_STACK, true)
 end
 
@@ -96,10 +97,10 @@ local function callchain(ev, pos)
   local cg = V.CALLGRAPH[mode]
   for _, bit in ipairs(cg.sample or {}) do sample_bits(ev, SAMPLE[bit], true) end
   for k, v in pairs(cg.fields or {}) do ev[k] = v end
-  for _, b in ipairs(cg.branch or {}) do ev.branch_sample_type = (ev.branch_sample_type or 0) | BRANCH[b] end
+  for _, b in ipairs(cg.branch or {}) do ev.branch_sample_type = compat.bor(ev.branch_sample_type or 0, BRANCH[b]) end
   if cg.dwarf then
     local size = ev._stack or V.STACK_SIZE
-    size = (size + 7) & ~7
+    size = compat.band(size + 7, compat.bnot(7))
     if size == 0 or size > V.STACK_SIZE_MAX then
       options.raisef("perfev.parse: stack-size %.0f is out of range (8..%d) at position %d", ev._stack,
                      V.STACK_SIZE_MAX, pos)
@@ -115,7 +116,7 @@ local function builtin(ev, term)
   local rawv = key:match("^r0x(%x+)$") or key:match("^r(%x+)$")
   if rawv and not term.value and not term.str then
     if #rawv:gsub("^0+", "") > 16 then fail(term.pos, "raw value does not fit in 64 bits") end
-    ev.config = math.tointeger(tonumber(rawv, 16)) or tonumber("0x" .. rawv)
+    ev.config = compat.hex64("0x" .. rawv)
     return true
   end
   local t = TERMS[key]
@@ -203,7 +204,7 @@ local function pmu_terms(p, ev, terms)
       if not ok then fail(t.vpos or t.pos, err) end
     end
   end
-  for k, v in pairs(fields) do ev[k] = (ev[k] or 0) | v end
+  for k, v in pairs(fields) do ev[k] = compat.bor(ev[k] or 0, v) end
 end
 
 -- The probe PMUs' own terms (path, func, offset, addr; ret for the

@@ -2,6 +2,7 @@
 -- fields a parsed event carries, branch filters, call-graph modes. The
 -- grammar (perfev.parse), the lexer and the term application read it.
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local V = {}
 
@@ -83,7 +84,7 @@ V.STACK_SIZE_MAX = 65528      -- the kernel's limit (u16, 8-byte aligned)
 local SEGMENT = { DS = true, ES = true, FS = true, GS = true }
 V.DWARF_REGS = 0
 for name, bit in pairs(core.REG) do
-  if bit < 24 and not SEGMENT[name] then V.DWARF_REGS = V.DWARF_REGS | (1 << bit) end
+  if bit < 24 and not SEGMENT[name] then V.DWARF_REGS = compat.bor(V.DWARF_REGS, compat.lshift(1, bit)) end
 end
 
 

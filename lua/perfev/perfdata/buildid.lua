@@ -6,6 +6,7 @@
 --   local id = buildid.of_file("/usr/bin/lua5.4")     -- raw bytes | nil, why
 --   local kid = buildid.of_kernel()                   -- /sys/kernel/notes
 local elf = require "perfev.elf"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -14,7 +15,7 @@ M.of_file = elf.build_id
 
 -- true when this machine is big-endian (the kernel's notes are in its order)
 local function native_be()
-  if string.pack then return string.pack("=I2", 1):byte(1) == 0 end
+  if compat.pack then return compat.pack("=I2", 1):byte(1) == 0 end
   local ok, ffi = pcall(require, "ffi")
   return ok and ffi.abi("be") or false
 end

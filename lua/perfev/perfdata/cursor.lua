@@ -2,7 +2,8 @@
 -- the parts of perf.data read in Lua (header, attrs, features). A read past
 -- the end raises { perfdata = message }, which the caller turns into its
 -- own error naming the section.
-local unpack = string.unpack
+local compat = require "perfev.compat"
+local unpack = compat.unpack
 
 local Cursor = {}
 Cursor.__index = Cursor
@@ -61,7 +62,7 @@ end
 -- struct perf_header_string_list: u32 nr, then nr strings.
 function Cursor:strlist(field)
   local n = self:u32(field)
-  if n > self:left() // 4 then fail(self, n * 4, field) end
+  if n > compat.idiv(self:left(), 4) then fail(self, n * 4, field) end
   local t = {}
   for i = 1, n do t[i] = self:str(field) end
   return t
@@ -69,7 +70,7 @@ end
 
 -- A count of items of `each` bytes that the rest must hold.
 function Cursor:count(n, each, field)
-  if n < 0 or n > self:left() // each then fail(self, n * each, field) end
+  if n < 0 or n > compat.idiv(self:left(), each) then fail(self, n * each, field) end
   return n
 end
 

@@ -5,6 +5,7 @@
 -- as its raw bytes.
 local core = require "perfev.core"
 local cursor = require "perfev.perfdata.cursor"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -27,13 +28,13 @@ P.build_id = function(c)
   while c:left() >= 8 do
     local start = c.pos
     c:u32("build_id type")
-    local misc = string.unpack(c.e .. "I2", c:bytes(2, "build_id misc"))
-    local size = string.unpack(c.e .. "I2", c:bytes(2, "build_id size"))
+    local misc = compat.unpack(c.e .. "I2", c:bytes(2, "build_id misc"))
+    local size = compat.unpack(c.e .. "I2", c:bytes(2, "build_id size"))
     if size < 36 then c:fail(("a build_id record of %d bytes is shorter than 36"):format(size)) end
     c:need(size - 8, "a build_id record")
-    local pid = string.unpack(c.e .. "i4", c:bytes(4, "pid"))
+    local pid = compat.unpack(c.e .. "i4", c:bytes(4, "pid"))
     local id = c:bytes(24, "build_id")
-    local n = misc & 0x8000 ~= 0 and math.min(id:byte(21), 20) or 20
+    local n = compat.band(misc, 0x8000) ~= 0 and math.min(id:byte(21), 20) or 20
     local name = c:bytes(start + size - c.pos, "filename")
     t[#t + 1] = { pid = pid, build_id = id:sub(1, n), filename = (name:gsub("%z.*$", "")),
                   misc = misc }
@@ -151,7 +152,7 @@ local function read_fields(c, fields, into)
     local key, kind, label = f[1], f[2], f.label or f[1]
     if kind == "bitmap" then
       local words = {}
-      for j = 1, c:count((into[f.of] + 63) // 64, 8, label) do words[j] = c:u64(label) end
+      for j = 1, c:count(compat.idiv(into[f.of] + 63, 64), 8, label) do words[j] = c:u64(label) end
       into[key] = words
     else
       into[key] = c[kind](c, label)   -- the cursor's u32, u64, str

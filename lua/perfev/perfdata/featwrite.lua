@@ -7,8 +7,9 @@
 --   local bytes = fw.encode("hostname", "vm")
 local core = require "perfev.core"
 local features = require "perfev.perfdata.features"
+local compat = require "perfev.compat"
 
-local pack = string.pack
+local pack = compat.pack
 local M = {}
 
 local BIT = {}                                   -- feature name -> its header bit
@@ -32,7 +33,7 @@ local function fail(name, fmt, ...)
 end
 
 local function int(name, k, v)
-  if math.type(v) ~= "integer" then
+  if compat.math_type(v) ~= "integer" then
     fail(name, "'%s' must be an integer, got %s", k, v == nil and "nothing" or type(v))
   end
   return v
@@ -61,7 +62,7 @@ local function hstrlist(name, k, l)
   return table.concat(t)
 end
 
-local function u32(name, k, v) return pack("=I4", int(name, k, v) & 0xffffffff) end
+local function u32(name, k, v) return pack("=I4", compat.band(int(name, k, v), 0xffffffff)) end
 local function u64(name, k, v) return pack("=i8", int(name, k, v)) end
 
 -- The keys of t, sorted (the reader gives these features as maps).
@@ -125,7 +126,7 @@ E.build_id = function(name, v)
     if type(fname) ~= "string" then fail(name, "'%s.filename' must be a string", at) end
     local n = #fname + 1
     n = n + (64 - n % 64) % 64
-    t[#t + 1] = pack("=I4I2I2i4", 0, (b.misc or 2) | 0x8000, 36 + n, int(name, at .. ".pid", b.pid or -1))
+    t[#t + 1] = pack("=I4I2I2i4", 0, compat.bor(b.misc or 2, 0x8000), 36 + n, int(name, at .. ".pid", b.pid or -1))
                 .. id .. ("\0"):rep(20 - #id) .. pack("=I1", #id) .. "\0\0\0"
                 .. fname .. ("\0"):rep(n - #fname)
   end

@@ -4,8 +4,9 @@
 -- points outside the file is an error naming the field and its offset.
 local core = require "perfev.core"
 local features = require "perfev.perfdata.features"
+local compat = require "perfev.compat"
 
-local unpack = string.unpack
+local unpack = compat.unpack
 local M = {}
 
 M.FILE_HEADER = 104   -- magic, size, attr_size, attrs, data, event_types, 256 feature bits
@@ -13,7 +14,7 @@ M.OLD_HEADER = 72     -- the same without the feature bits (perf before 2.6.37)
 M.PIPE_HEADER = 16    -- magic and size
 local MIN_ATTR = 64   -- PERF_ATTR_SIZE_VER0
 local FEATURE = core.PERFDATA.FEATURE
-local HOST_LITTLE = string.pack("=I2", 1):byte() == 1
+local HOST_LITTLE = compat.pack("=I2", 1):byte() == 1
 
 -- The byte order the magic says: "<" or ">", or nil and why not.
 function M.endian(magic)
@@ -104,8 +105,8 @@ local function file_header(fh, h)
   h.feature_bits = {}
   if h.size == M.FILE_HEADER then
     for bit = 1, 255 do
-      local word = unpack(h.e .. "i8", s, 73 + 8 * (bit // 64))
-      if word & (1 << (bit % 64)) ~= 0 then h.feature_bits[#h.feature_bits + 1] = bit end
+      local word = unpack(h.e .. "i8", s, 73 + 8 * (compat.idiv(bit, 64)))
+      if compat.band(word, compat.lshift(1, bit % 64)) ~= 0 then h.feature_bits[#h.feature_bits + 1] = bit end
     end
   end
   if h.data.size == 0 then
@@ -145,7 +146,7 @@ end
 
 -- The attrs section: { { attr =, ids = }, ... }, or nil, message.
 function M.attrs(fh, h)
-  local out, n = {}, h.attrs.size // h.attr_size
+  local out, n = {}, compat.idiv(h.attrs.size, h.attr_size)
   local room = h.attr_size - 16
   for i = 1, n do
     local at = h.attrs.offset + (i - 1) * h.attr_size
@@ -165,7 +166,7 @@ function M.attrs(fh, h)
                                                                         isize, h.file_size)
     end
     local ids, raw = {}, read_at(fh, ioff, isize)
-    for j = 1, isize // 8 do ids[j] = unpack(h.e .. "i8", raw, 8 * j - 7) end
+    for j = 1, compat.idiv(isize, 8) do ids[j] = unpack(h.e .. "i8", raw, 8 * j - 7) end
     out[i] = { attr = attr, ids = ids }
   end
   return out

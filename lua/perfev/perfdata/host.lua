@@ -7,6 +7,7 @@
 --   local t = host.features()     -- { hostname =, osrelease =, arch =, nrcpus = {...}, ... }
 local core = require "perfev.core"
 local fs = require "perfev.fs"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -63,7 +64,7 @@ function M.pmu_mappings()
   local t = {}
   for _, n in ipairs(names) do
     local ty = tonumber(first_line(dir .. "/" .. n .. "/type") or "")
-    if ty then t[n] = math.tointeger(ty) end
+    if ty then t[n] = compat.tointeger(ty) end
   end
   return next(t) and t or nil
 end
@@ -88,7 +89,7 @@ function M.features()
     t.cpuid = ("%s,%s,%s,%s"):format(ci.vendor_id, ci["cpu family"], ci.model, ci.stepping)
   end
   local mem = (fs.read("/proc/meminfo") or ""):match("MemTotal:%s*(%d+)")
-  t.total_mem = mem and math.tointeger(tonumber(mem))
+  t.total_mem = mem and compat.tointeger(tonumber(mem))
   t.cmdline = cmdline()
   t.pmu_mappings = M.pmu_mappings()
   return t

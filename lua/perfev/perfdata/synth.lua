@@ -14,6 +14,7 @@
 -- the kernel wrote.
 local core = require "perfev.core"
 local fs = require "perfev.fs"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -30,7 +31,7 @@ function M.comms(pid)
   local out = {}
   local tids = fs.dir(("/proc/%d/task"):format(pid)) or { tostring(pid) }
   for _, t in ipairs(tids) do
-    local tid = math.tointeger(tonumber(t))
+    local tid = compat.tointeger(tonumber(t))
     local comm = tid and fs.read(("/proc/%d/task/%d/comm"):format(pid, tid))
     if comm then
       out[#out + 1] = { type = "comm", misc = 0, pid = pid, tid = tid, comm = comm,
@@ -55,13 +56,13 @@ function M.mmaps(pid, opts)
       local exec = perms:sub(3, 3) == "x"
       if exec or opts.data then
         local prot = 0
-        for c in perms:sub(1, 3):gmatch("[rwx]") do prot = prot | PROT[c] end
+        for c in perms:sub(1, 3):gmatch("[rwx]") do prot = compat.bor(prot, PROT[c]) end
         if path == "" then path = "//anon" end
         local addr = tonumber(lo, 16)
         out[#out + 1] = {
-          type = "mmap2", misc = MISC_USER | (exec and 0 or MISC_MMAP_DATA), pid = pid, tid = pid,
+          type = "mmap2", misc = compat.bor(MISC_USER, exec and 0 or MISC_MMAP_DATA), pid = pid, tid = pid,
           addr = addr, len = tonumber(hi, 16) - addr, pgoff = tonumber(off, 16),
-          maj = tonumber(maj, 16), min = tonumber(min, 16), ino = math.tointeger(tonumber(ino)),
+          maj = tonumber(maj, 16), min = tonumber(min, 16), ino = compat.tointeger(tonumber(ino)),
           ino_generation = 0, prot = prot,
           flags = perms:sub(4, 4) == "s" and MAP_SHARED or MAP_PRIVATE,
           filename = path, sample_id = zero_id(),

@@ -12,8 +12,9 @@
 -- their size; without rec.size the body is padded to 8 bytes, as perf
 -- does, except header_feature records, which perf writes unpadded.
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
-local pack = string.pack
+local pack = compat.pack
 local M = {}
 
 local TYPE = core.PERFDATA.RECORD          -- name -> number
@@ -29,7 +30,7 @@ local function fail(rec, fmt, ...)
 end
 
 local function int(rec, k, v)
-  if math.type(v) ~= "integer" then
+  if compat.math_type(v) ~= "integer" then
     fail(rec, "field '%s' must be an integer, got %s", k, v == nil and "nothing" or type(v))
   end
   return v
@@ -88,7 +89,7 @@ local UPDATE = { unit = 0, scale = 1, name = 2, cpus = 3 }
 local KIND = {}
 
 KIND.u8 = function(rec, f) return pack("=I1", field(rec, f[2])) end
-KIND.u32 = function(rec, f) return pack("=I4", field(rec, f[2]) & 0xffffffff) end
+KIND.u32 = function(rec, f) return pack("=I4", compat.band(field(rec, f[2]), 0xffffffff)) end
 KIND.u64 = function(rec, f) return pack("=i8", field(rec, f[2])) end
 KIND.pad32 = function() return "\0\0\0\0" end
 KIND.cstr = function(rec, f) return fixed(str(rec, f[2]), f[3]) end
@@ -121,7 +122,7 @@ end
 KIND.build_id = function(rec)
   local id = str(rec, "build_id")
   if #id > 20 then fail(rec, "field 'build_id' is %d bytes, at most 20", #id) end
-  local sized = (rec.misc or BUILD_ID_SIZE) & BUILD_ID_SIZE ~= 0 or #id < 20
+  local sized = compat.band(rec.misc or BUILD_ID_SIZE, BUILD_ID_SIZE) ~= 0 or #id < 20
   return pack("=i4", field(rec, "pid")) .. fixed(id, 20) .. pack("=I1", sized and #id or 0) ..
          "\0\0\0" .. cstr(str(rec, "filename"), 64)
 end
@@ -158,7 +159,7 @@ KIND.cpus = function(rec) return cpu_map(rec, list(rec, "cpus")) end
 KIND.stat_config = function(rec)
   local cfg, keys = list(rec, "config"), {}
   for k in pairs(cfg) do
-    local tag = STAT_TAG[k] or math.tointeger(k)
+    local tag = STAT_TAG[k] or compat.tointeger(k)
     if not tag then fail(rec, "config key '%s' is not a stat_config tag", tostring(k)) end
     keys[#keys + 1] = { tag, int(rec, "config." .. tostring(k), cfg[k]) }
   end
@@ -170,7 +171,7 @@ end
 
 KIND.event_update = function(rec)
   local kind = rec.update_type
-  local n = UPDATE[kind] or math.tointeger(kind)
+  local n = UPDATE[kind] or compat.tointeger(kind)
   if not n then fail(rec, "field 'update_type' must be unit, scale, name, cpus or a number") end
   local head = pack("=i8i8", n, field(rec, "id"))
   if n == 0 or n == 2 then return head .. cstr(str(rec, kind), 8) end
@@ -187,8 +188,8 @@ end
 KIND.auxtrace_error = function(rec)
   local fmt = field(rec, "fmt")
   local s = pack("=I4I4I4I4I4I4i8", field(rec, "error_type"), field(rec, "code"),
-                 field(rec, "cpu") & 0xffffffff, field(rec, "pid") & 0xffffffff,
-                 field(rec, "tid") & 0xffffffff, fmt, field(rec, "ip"))
+                 compat.band(field(rec, "cpu"), 0xffffffff), compat.band(field(rec, "pid"), 0xffffffff),
+                 compat.band(field(rec, "tid"), 0xffffffff), fmt, field(rec, "ip"))
   if fmt >= 1 then s = s .. pack("=i8", field(rec, "time")) end
   s = s .. fixed(rec.msg or "", 64)
   if fmt >= 2 then s = s .. pack("=I4I4", field(rec, "machine_pid"), field(rec, "vcpu")) end
@@ -210,7 +211,7 @@ local UNPADDED = { header_feature = true, build_id = true }
 function M.is_user(rec)
   local t = rec.type
   if type(t) == "string" then return TYPE[t] ~= nil end
-  return math.type(t) == "integer" and t >= 64
+  return compat.math_type(t) == "integer" and t >= 64
 end
 
 -- The bytes of rec: a record of one of perf's types. Raises an error
@@ -241,7 +242,7 @@ function M.encode(rec)
   end
   local misc = rec.misc or 0
   if t == "build_id" and (rec.misc == nil or #rec.build_id < 20) then
-    misc = (rec.misc or MISC_USER) | BUILD_ID_SIZE
+    misc = compat.bor(rec.misc or MISC_USER, BUILD_ID_SIZE)
   end
   local size = 8 + #body
   if not UNPADDED[t] then size = size + (8 - size % 8) % 8 end

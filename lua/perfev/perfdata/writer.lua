@@ -20,8 +20,9 @@ local usrec = require "perfev.perfdata.usrec"
 local featwrite = require "perfev.perfdata.featwrite"
 local host = require "perfev.perfdata.host"
 local buildid = require "perfev.perfdata.buildid"
+local compat = require "perfev.compat"
 
-local pack = string.pack
+local pack = compat.pack
 local encode = core.encode
 
 local M = {}
@@ -33,7 +34,7 @@ M.Writer = W
 local FILE_HEADER, PIPE_HEADER = 104, 16
 -- Bytes of records between the finished_round records the writer adds on
 -- its own (rounds = "auto"): perf report holds about two rounds in memory.
-M.ROUND_BYTES = 1 << 20
+M.ROUND_BYTES = compat.lshift(1, 20)
 local FINISHED_ROUND = usrec.encode({ type = "finished_round" })
 local MISC_KERNEL, MISC_USER = core.MISC.KERNEL, core.MISC.USER
 local OPTIONS = { pipe = "boolean", features = "table", raw_features = "table",
@@ -89,7 +90,7 @@ local function entries_of(attrs)
       local ids = e.ids or {}
       if type(ids) ~= "table" then fail("attrs[%d].ids must be a list of integers", i) end
       for j, id in ipairs(ids) do
-        if math.type(id) ~= "integer" then fail("attrs[%d].ids[%d] must be an integer", i, j) end
+        if compat.math_type(id) ~= "integer" then fail("attrs[%d].ids[%d] must be an integer", i, j) end
       end
       out[#out + 1] = { attr = e.attr, ids = ids, name = e.name or name_of(e.attr) }
     else
@@ -143,7 +144,7 @@ local function attr_size(entries)
   for _, e in ipairs(entries) do
     local b = e.attr:bytes()
     local last = #b - #b:match("%z*$")            -- the last byte that is not zero
-    needed = math.max(needed, (last + 7) // 8 * 8)
+    needed = math.max(needed, compat.idiv(last + 7, 8) * 8)
     own = math.max(own, e.attr.size)
   end
   return math.max(needed, math.min(own, PERF_ATTR_SIZE_VER7))
@@ -168,7 +169,7 @@ end
 local function header(self, data_size, bits)
   local words = { 0, 0, 0, 0 }
   for _, bit in ipairs(bits or {}) do
-    words[bit // 64 + 1] = words[bit // 64 + 1] | (1 << (bit % 64))
+    words[compat.idiv(bit, 64) + 1] = compat.bor(words[compat.idiv(bit, 64) + 1], compat.lshift(1, bit % 64))
   end
   return "PERFILE2" .. pack("=i8i8i8i8i8i8i8i8i8i8i8i8", FILE_HEADER, self.attr_size,
     self.attrs_at, #self.entries * self.attr_size, self.data_at, data_size, 0, 0,
@@ -437,10 +438,10 @@ function W:write(rec)
   end
   local t, bytes = rec.type, rec.bytes
   if bytes ~= nil then
-    if type(bytes) ~= "string" or #bytes < 8 or string.unpack("=I2", bytes, 7) ~= #bytes then
+    if type(bytes) ~= "string" or #bytes < 8 or compat.unpack("=I2", bytes, 7) ~= #bytes then
       options.raise("perfev.perfdata: write: rec.bytes must be one whole record (its size field = its length)")
     end
-    t = t or string.unpack("=I4", bytes, 1)
+    t = t or compat.unpack("=I4", bytes, 1)
   elseif t == nil then
     options.raise("perfev.perfdata: write: the record has no 'type'")
   elseif SKIP[t] then
@@ -470,16 +471,16 @@ function W:write(rec)
     end
   end
   local time = rec.time
-  if math.type(time) == "integer" then
-    if self.max_time and math.ult(time, self.max_time) then
+  if compat.math_type(time) == "integer" then
+    if self.max_time and compat.ult(time, self.max_time) then
       self.ordered = false
       self.st.unordered = self.st.unordered + 1
-    elseif not self.max_time or math.ult(self.max_time, time) then
+    elseif not self.max_time or compat.ult(self.max_time, time) then
       self.max_time = time
     end
     if t == "sample" then
-      if not self.first_time or math.ult(time, self.first_time) then self.first_time = time end
-      if not self.last_time or math.ult(self.last_time, time) then self.last_time = time end
+      if not self.first_time or compat.ult(time, self.first_time) then self.first_time = time end
+      if not self.last_time or compat.ult(self.last_time, time) then self.last_time = time end
     end
   end
   if t == "sample" then self.st.samples = self.st.samples + 1 end
