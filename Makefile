@@ -102,6 +102,7 @@ DEPS := cmd:$(LUA):$(LUA_DEB) \
         cmd:npm:npm \
         cmd:objcopy:binutils \
         cmd:luajit:luajit2 \
+        cmd:lua5.3:lua5.3 \
         file:/usr/include/luajit-2.1/lua.h:libluajit2-5.1-dev \
         cmd:nginx:nginx \
         file:/usr/lib/nginx/modules/ngx_http_lua_module.so:libnginx-mod-http-lua \
@@ -163,13 +164,14 @@ HELPER_CFLAGS := $(BASE_CFLAGS) -fvisibility=default
 spec-helpers: $(SPEC_HELPERS)
 bench-helpers: $(BENCH_HELPERS)
 
-build/spec/%.so: spec/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+# They include csrc/compat.h like the core, and link its out-of-line half.
+build/spec/%.so: spec/helper/%.c csrc/compat.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $< csrc/compat.c
 
-build/bench/%.so: bench/helper/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
+build/bench/%.so: bench/helper/%.c csrc/compat.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $<
+	$(CC) $(HELPER_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -shared $(LDFLAGS) -o $@ $< csrc/compat.c
 
 -include $(OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(SPEC_HELPERS:.so=.d) $(BENCH_HELPERS:.so=.d)
 
@@ -198,8 +200,13 @@ demo: deps all
 # ---- lint ----
 lint: deps lint-lua lint-c rockspec-check
 
+# Every Lua file that must run everywhere also parses under LuaJIT and Lua
+# 5.3 (fuzz/attrs.lua and driver.lua are embedded in the 5.4 fuzzers only).
+PARSE_LUA = $(filter-out fuzz/attrs.lua fuzz/driver.lua,$(shell find lua spec examples bench tools fuzz -name '*.lua' 2>/dev/null)) bin/perfev
 lint-lua: | deps
 	luacheck $(wildcard lua spec examples bench tools fuzz bin/perfev)
+	@echo "luajit tools/parse-all.lua ... (every Lua file)"; luajit tools/parse-all.lua $(PARSE_LUA)
+	@echo "lua5.3 tools/parse-all.lua ..."; lua5.3 tools/parse-all.lua $(PARSE_LUA)
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua) and exports
@@ -391,6 +398,27 @@ test-luajit-debian: debian-luajit
 	LD_LIBRARY_PATH='$(DEB_LUAJIT_LIB)' $(MAKE) test LUA='$(DEB_LUAJIT)' LUA_PC=luajit \
 	  LUA_CFLAGS='-I$(abspath $(DEB_LUAJIT_DIR))/usr/include/luajit-2.1' \
 	  EMBED_LUA_LIBS='$(DEB_LUAJIT_LIB)/libluajit-5.1.a -lm -ldl -Wl,-E'
+
+# ---- the examples, run as a user runs them (CI: on Lua 5.3) ----
+# Each example's output goes to build/examples/NAME.out (its last lines are
+# shown); examples/record.lua writes its perf.data there too.
+EXAMPLES     := $(sort $(wildcard examples/*.lua))
+EXAMPLES_OUT := build/examples
+
+.PHONY: examples
+examples: deps all embed
+	@mkdir -p $(EXAMPLES_OUT)
+	@set -e; for f in $(EXAMPLES); do \
+	  n=$$(basename $$f .lua); args=; \
+	  if [ $$n = record ]; then args=$(EXAMPLES_OUT)/perf.data; fi; \
+	  echo "== $$f ($(LUA))"; \
+	  if ! LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) $$f $$args > $(EXAMPLES_OUT)/$$n.out 2>&1; then \
+	    cat $(EXAMPLES_OUT)/$$n.out; echo "examples: $$f failed" >&2; exit 1; \
+	  fi; \
+	  tail -n 3 $(EXAMPLES_OUT)/$$n.out; \
+	done
+	@echo "== examples/embed ($(LUA))"
+	LUA_PATH='$(RUN_LPATH);;' $(EMBED_HOST) examples/embed/game.lua 300
 
 # ---- install ----
 install: all

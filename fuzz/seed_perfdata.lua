@@ -6,6 +6,7 @@
 -- perfev.perfdata before it is kept: a seed the reader refuses teaches the
 -- fuzzer nothing about the paths past the first error.
 --   make fuzz-seed    (lua5.4 fuzz/seed_perfdata.lua DIR, from the repo root, as root)
+local compat = require "perfev.compat"
 package.path = "spec/?.lua;" .. package.path   -- spec.support.* lives under the repo root
 local pd = require "perfev.perfdata"
 local core = require "perfev.core"
@@ -99,11 +100,12 @@ else
 end
 
 -- ---- built byte by byte: both byte orders ----
-local pack = string.pack
+local pack = compat.pack
 local S, R, U = core.SAMPLE, core.RECORD, core.PERFDATA.RECORD
 local ID = 0x1234
-local SAMPLE_TYPE = S.IDENTIFIER | S.IP | S.TID | S.TIME | S.CPU | S.PERIOD | S.CALLCHAIN
-local FLAGS = (1 << 0) | (1 << 9) | (1 << 18) | (1 << 23)   -- disabled, comm, sample_id_all, mmap2
+local SAMPLE_TYPE = compat.bor(S.IDENTIFIER, S.IP, S.TID, S.TIME, S.CPU, S.PERIOD, S.CALLCHAIN)
+local FLAGS = compat.bor(compat.lshift(1, 0), compat.lshift(1, 9), compat.lshift(1, 18), compat.lshift(1,
+    23))   -- disabled, comm, sample_id_all, mmap2
 
 local function trailer(e, time)
   return pack(e .. "I4I4i8I4I4i8", 10, 11, time, 1, 0, ID)

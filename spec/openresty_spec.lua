@@ -195,8 +195,9 @@ describe("examples/openresty: perfev.resty in nginx", function()
     local cs_l, cs_h = avg("context_switches_total", "/work/light", n_light),
                        avg("context_switches_total", "/work/heavy", n_heavy)
     assert.is_true(cpu_h > 2 * cpu_l, ("task-clock per request: heavy %g s, light %g s"):format(cpu_h, cpu_l))
-    -- heavy maps a fresh 4 MiB string: about 1024 faults
-    assert.is_true(pf_h > 100 and pf_h > 10 * pf_l, ("page faults per request: heavy %g, light %g"):format(pf_h, pf_l))
+    -- heavy maps a fresh 4 MiB string (fewer faults than its 1024 pages
+    -- when the kernel backs it with huge pages)
+    assert.is_true(pf_h >= 10 and pf_h > 10 * pf_l, ("page faults per request: heavy %g, light %g"):format(pf_h, pf_l))
     -- heavy sleeps 1 ms: its worker blocks at least once
     assert.is_true(cs_h >= 1 and cs_h > cs_l, ("context switches per request: heavy %g, light %g"):format(cs_h, cs_l))
 

@@ -161,9 +161,9 @@ end
 -- PMUs of this machine's sysfs (software, tracepoint, breakpoint, msr, uprobe)
 for _, s in ipairs { "software/config=1/", "software/config=1/u", "software/config=0x3,config1=7,config2=9/",
                      "software/r1/", "software/r0x3/", "software/config=1,config1/",
-                     "software/config=1,config=2/", "software/config=1,period=100000/", "software/period/",
+                     "software/config=1,config=2/", "software/config=1,period=1000/", "software/period/",
                      "breakpoint/config=1/", "cpu-clock/config=3/", "cpu-clock/config1=3/",
-                     "cpu-clock/name=foo/u", "cpu-clock/period=100000/", "cycles//", "r1a8/name=x/",
+                     "cpu-clock/name=foo/u", "cpu-clock/period=1000/", "cycles//", "r1a8/name=x/",
                      "L1-dcache-loads/name=x/" } do
   A(s)
 end
@@ -221,7 +221,7 @@ for _, s in ipairs { "cs, faults", "cs ,faults", " cs", "cs ", "{cs, faults}", "
                      "mem:0x1000 /8", "mem:0x1000/ 8", "mem: 0x1000", "mem:0x1000 :u", "mem:0x1000:w :u",
                      "mem:0x1000:w: u", "mem:0x1000 ,cs", " mem:0x1000", "{mem:0x1000 }", "{ cs }:u",
                      "g {cs}", "g{cs} ,faults", "cs:u ,faults", "cpu-clock/name= x/", "cpu-clock/ name=x /",
-                     "cpu-clock/ period = 100000 /" } do
+                     "cpu-clock/ period = 100 /" } do
   A(s)
 end
 for _, s in ipairs { "c s", "cs:u k", "r 1a8", "mem :0x1000", "mem:0x1000 :w", "mem:0x1000/8 :w",
@@ -431,23 +431,23 @@ local function RA(s, base)
 end
 local function RR(s) rec_reject[#rec_reject + 1] = s end
 
-for _, t in ipairs { "period=100000", "period=0", "period=0x186a0", "freq=99", "freq=0", "freq=99,period=100000",
-                     "period=100000,freq=99", "call-graph=fp", "call-graph=dwarf", "call-graph=lbr", "call-graph=no",
+for _, t in ipairs { "period=1000", "period=0", "period=0x10", "freq=99", "freq=0", "freq=99,period=100",
+                     "period=100,freq=99", "call-graph=fp", "call-graph=dwarf", "call-graph=lbr", "call-graph=no",
                      "call-graph=fp,call-graph=no", "call-graph=no,call-graph=fp", "call-graph=dwarf,stack-size=4096",
                      "stack-size=4096,call-graph=dwarf", "call-graph=dwarf,stack-size=100", "stack-size=8192",
                      "max-stack=5", "max-stack=5,call-graph=fp", "call-graph=dwarf,max-stack=3",
                      "call-graph=lbr,max-stack=7", "inherit", "inherit=0", "inherit=1", "no-inherit", "overwrite",
                      "overwrite=0", "no-overwrite", "time", "time=0", "time=1", "percore", "percore=0", "aux-output",
-                     "aux-output=0", "nr=5", "metric-id=x", "name=foo", "period=100000,time=0,no-inherit",
-                     "call-graph=dwarf,period=500000,overwrite", "branch_type=any,period=100000" } do
+                     "aux-output=0", "nr=5", "metric-id=x", "name=foo", "period=1000,time=0,no-inherit",
+                     "call-graph=dwarf,period=5000,overwrite", "branch_type=any,period=10" } do
   RA("cpu-clock/" .. t .. "/")
 end
 for f in pairs(parse.BRANCH_FILTERS) do RA("cpu-clock/branch_type=" .. f .. "/") end
-for _, s in ipairs { "cpu-clock/period=100000/u", "cpu-clock/call-graph=fp/k",
-                     "cpu-clock/ period = 100000 , call-graph = fp /" } do
+for _, s in ipairs { "cpu-clock/period=1000/u", "cpu-clock/call-graph=fp/k",
+                     "cpu-clock/ period = 1000 , call-graph = fp /" } do
   RA(s)
 end
-for _, t in ipairs { "period=200000", "freq=10", "call-graph=dwarf", "no-inherit" } do
+for _, t in ipairs { "period=2000", "freq=10", "call-graph=dwarf", "no-inherit" } do
   RA("task-clock/" .. t .. "/", "task-clock")
   RA("software/config=1," .. t .. "/", "software/config=1/")
 end
