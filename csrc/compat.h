@@ -93,16 +93,6 @@ static inline void perfev_compat_rotate(lua_State *L, int idx, int n)
 }
 #define lua_rotate(L, i, n) perfev_compat_rotate((L), (i), (n))
 
-/* A number with an integral value (LuaJIT has no integer subtype). */
-static inline int perfev_compat_isinteger(lua_State *L, int idx)
-{
-  lua_Number d;
-  if (lua_type(L, idx) != LUA_TNUMBER)
-    return 0;
-  d = lua_tonumber(L, idx);
-  return d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (lua_Number)(int64_t)d;
-}
-#define lua_isinteger(L, i) perfev_compat_isinteger((L), (i))
 
 static inline lua_Integer perfev_compat_len(lua_State *L, int idx)
 {
@@ -256,6 +246,14 @@ static inline lua_Integer perfev_compat_optinteger(lua_State *L, int arg, lua_In
 {
   return lua_isnoneornil(L, arg) ? def : perfev_compat_checkinteger(L, arg);
 }
+/* An integer as the integer API takes it (LuaJIT has no integer subtype):
+ * an integral number within 2^53, or a 64-bit integer cdata. */
+static inline int perfev_compat_isinteger(lua_State *L, int idx)
+{
+  uint64_t v;
+  return perfev_tou64(L, idx, &v);
+}
+#define lua_isinteger(L, i) perfev_compat_isinteger((L), (i))
 #define lua_pushinteger(L, n) perfev_compat_pushinteger((L), (lua_Integer)(n))
 #define lua_tointegerx(L, i, isnum) perfev_compat_tointegerx((L), (i), (isnum))
 #define lua_tointeger(L, i) perfev_compat_tointegerx((L), (i), NULL)

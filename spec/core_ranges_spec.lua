@@ -3,6 +3,7 @@
 -- wrapped (pid = P + 2^32 used to count process P, cpu = maxinteger became
 -- -1), and messages echo at most a bounded part of the caller's input.
 local core = require "perfev.core"
+local compat = require "perfev.compat"
 
 local function err_of(fn, ...)
   local ok, err = pcall(fn, ...)
@@ -16,11 +17,11 @@ describe("core integer arguments", function()
   it("core.open refuses a pid, cpu or group fd outside a 32-bit int, naming it", function()
     local self = assert(core.open(a, 0, -1))
     for _, c in ipairs {
-      { "pid", { 2 ^ 32 + 1, -1 } }, { "pid", { math.mininteger, -1 } },
-      { "cpu", { 0, math.maxinteger } }, { "cpu", { 0, 2 ^ 32 - 1 } },
+      { "pid", { 2 ^ 32 + 1, -1 } }, { "pid", { compat.mininteger, -1 } },
+      { "cpu", { 0, compat.maxinteger } }, { "cpu", { 0, 2 ^ 32 - 1 } },
       { "group fd", { 0, -1, self:fileno() + 2 ^ 32 } },
     } do
-      local err = err_of(core.open, a, table.unpack(c[2]))
+      local err = err_of(core.open, a, compat.table_unpack(c[2]))
       assert.matches("perfev.open: " .. c[1] .. " %-?%d+ is out of range", err)
     end
     self:close()
@@ -29,14 +30,14 @@ describe("core integer arguments", function()
   it("ev:refresh and ev:set_bpf refuse an argument outside an int", function()
     local ev = assert(core.open(a, 0, -1))
     assert.matches("ev:refresh: argument 9223372036854775807 is out of range",
-                   err_of(ev.refresh, ev, math.maxinteger), 1, true)
+                   err_of(ev.refresh, ev, compat.maxinteger), 1, true)
     assert.matches("ev:set_bpf: argument", err_of(ev.set_bpf, ev, 2 ^ 33), 1, true)
     ev:close()
   end)
 
   it("clock_ns refuses a clock id outside an int instead of reading CLOCK_REALTIME", function()
     assert.matches("perfev.clock_ns: clock id -9223372036854775808 is out of range",
-                   err_of(core.clock_ns, math.mininteger), 1, true)
+                   err_of(core.clock_ns, compat.mininteger), 1, true)
     assert.is_true(core.clock_ns(1) > 0)   -- CLOCK_MONOTONIC by number still works
   end)
 end)
