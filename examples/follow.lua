@@ -39,7 +39,8 @@ end
 
 -- drain while the command runs: the rings are small, the command is not
 repeat
-  local _, hup = assert(s:poll(100))
+  local readable, hup, errno = s:poll(100)   -- false, false: nothing yet
+  assert(readable ~= nil, hup, errno)
   drain()
 until hup
 drain()
