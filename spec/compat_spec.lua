@@ -175,5 +175,10 @@ describe("perfev.compat", function()
     assert.matches("exit=1", out, 1, true)
     assert.matches("perfev supports Lua 5.3, Lua 5.4 and LuaJIT 2.1", out, 1, true)
     assert.matches("this is Lua 5.1", out, 1, true)
+    -- and so does require "perfev", before it looks for its C core
+    out = shell.sh("lua5.1 -e 'package.path=\"lua/?.lua;lua/?/init.lua;\"..package.path require \"perfev\"' 2>&1;"
+      .. " echo \"exit=$?\"")
+    assert.matches("exit=1", out, 1, true)
+    assert.matches("perfev supports Lua 5.3, Lua 5.4 and LuaJIT 2.1", out, 1, true)
   end)
 end)

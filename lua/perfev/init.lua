@@ -2,6 +2,8 @@
 -- README documents: attrs, event strings, events and groups, decoding,
 -- the constants; the C core stays reachable as perfev.core for low-level
 -- work. doc/architecture.md maps the files.
+-- first: on Lua 5.1/5.2 it refuses with the runtimes perfev supports
+require "perfev.compat"
 local core = require "perfev.core"
 local spec = require "perfev.spec"
 local open = require "perfev.open"
