@@ -132,10 +132,10 @@ VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppression
 all: $(CORE)
 
 # ---- the C core ----
-$(CORE): $(OBJS) csrc/exports.map | $(NEED_DEPS)
+$(CORE): $(OBJS) | $(NEED_DEPS)
 	$(if $(SRCS),,$(error no csrc/*.c to build))
 	@mkdir -p $(@D)
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=csrc/exports.map -o $@ $(OBJS)
+	$(CC) -shared $(LDFLAGS) -o $@ $(OBJS)
 
 build/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
@@ -364,9 +364,9 @@ NGX_LUA_CFLAGS = $(shell pkg-config --cflags '$(NGX_LUA_PC)')
 .PHONY: core-luajit
 core-luajit: $(NGX_CORE)
 
-$(NGX_CORE): $(NGX_OBJS) csrc/exports.map | $(NEED_DEPS)
+$(NGX_CORE): $(NGX_OBJS) | $(NEED_DEPS)
 	@mkdir -p $(@D)
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=csrc/exports.map -o $@ $(NGX_OBJS)
+	$(CC) -shared $(LDFLAGS) -o $@ $(NGX_OBJS)
 
 build/luajit/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
