@@ -121,7 +121,7 @@ local function build_attr(s, i, nspecs, opts, mode)
   end
   -- the spec's own bits (a tracepoint's RAW|TIME|CPU|PERIOD, a term's
   -- CALLCHAIN) are added to the sampler's, as perf record does
-  local st = bits.union(mask_of(opts.sample_type or DEFAULT_SAMPLE_TYPE), a.sample_type)
+  local st = compat.bor(mask_of(opts.sample_type or DEFAULT_SAMPLE_TYPE), a.sample_type)
   -- following a command filters by pid and orders by time; several
   -- events of one ring are told apart by their id
   if mode == "command" then st = compat.bor(st, SAMPLE.TID, SAMPLE.TIME) end
