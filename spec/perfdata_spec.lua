@@ -43,15 +43,7 @@ describe("perfev.perfdata against perf record", function()
     return
   end
   local dir
-  local files = {}
-  local function record(name, args)
-    if files[name] == nil then
-      local path, out = P.record(dir .. "/" .. name, args)
-      files[name] = path or false
-      if not path then print("perf record " .. args .. ": " .. tostring(out)) end
-    end
-    return files[name] or nil
-  end
+  local record = P.recorder(function() return dir end)
 
   setup(function() dir = P.tmpdir() end)
   teardown(function() P.rmdir(dir) end)

@@ -100,15 +100,7 @@ describe("perfev.report against perf report --stdio", function()
     return
   end
   local dir
-  local files = {}
-  local function record(name, args)
-    if files[name] == nil then
-      local path, out = P.record(dir .. "/" .. name, "-q " .. args)
-      files[name] = path or false
-      if not path then print("perf record " .. args .. ": " .. tostring(out)) end
-    end
-    return files[name] or nil
-  end
+  local record = P.recorder(function() return dir end, "-q ")
 
   setup(function() dir = P.tmpdir() end)
   teardown(function() P.rmdir(dir) end)

@@ -31,6 +31,21 @@ function M.record(path, args)
   return path
 end
 
+-- A `record(name, args)` that runs perf record once per file name, into
+-- the directory dir() returns (a spec's setup makes it), with prefix before
+-- args; returns the path, or nil (perf's output printed) when perf failed.
+function M.recorder(dir, prefix)
+  local files = {}
+  return function(name, args)
+    if files[name] == nil then
+      local path, out = M.record(dir() .. "/" .. name, (prefix or "") .. args)
+      files[name] = path or false
+      if not path then print("perf record " .. args .. ": " .. tostring(out)) end
+    end
+    return files[name] or nil
+  end
+end
+
 -- A shell command that keeps a cpu busy for about n iterations.
 function M.busy(n)
   return ("sh -c 'i=0; while [ $i -lt %d ]; do i=$((i+1)); done'"):format(n)
