@@ -660,6 +660,15 @@ static int l_new(lua_State *L)
   return 1;
 }
 
+/* core.profiler_thread() -> the running thread: the main thread too, which
+ * coroutine.running() gives as nil on Lua 5.1/LuaJIT (the jit engine walks
+ * a coroutine's resumers down to it). */
+static int l_thread(lua_State *L)
+{
+  lua_pushthread(L);
+  return 1;
+}
+
 int perfev_profiler_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
@@ -670,5 +679,7 @@ int perfev_profiler_open_lib(lua_State *L)
   perfev_class_register(L, PROFILER_MT, meta, methods);
   lua_pushcfunction(L, l_new);
   lua_setfield(L, -2, "profiler");
+  lua_pushcfunction(L, l_thread);
+  lua_setfield(L, -2, "profiler_thread");
   return 0;
 }

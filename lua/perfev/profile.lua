@@ -54,15 +54,32 @@ local function check(opts)
   return opts
 end
 
--- LuaJIT with its compiler on runs compiled traces without hooks: "jit".
-local function default_engine()
+-- LuaJIT with its compiler on runs compiled traces without hooks: "jit"
+-- (jit.profile's timer, the event as the weight) for the events that
+-- happen anywhere in running code (the clocks, hardware events). Events
+-- the kernel counts at a boundary of user code (page faults, context
+-- switches, tracepoints: the hook engine's sigtrap mode) are delivered on
+-- the way back to user space, where the hook engine's one-shot hook
+-- attributes them to the stack that made them (at the end of the trace
+-- running then): "hook" there too.
+local function default_engine(event, signal)
   local jit = rawget(_G, "jit")
-  if type(jit) == "table" and jit.status and jit.status() then return "jit" end
+  if type(jit) == "table" and jit.status and jit.status() then
+    local hook = require "perfev.profile.hook"
+    local a = require("perfev.spec").attr(event, "perfev.profile")
+    if hook.signal_mode(a, signal) == "sigtrap" then return "hook" end
+    return "jit"
+  end
   return "hook"
 end
 
 local Profiler = {}
 Profiler.__index = Profiler
+
+-- The profiler running in this Lua state. The hook engine's C half also
+-- keeps one per thread (its signal handler's way in); LuaJIT's jit.profile
+-- is one sampler per VM: one profiler at a time, whichever the engines.
+local current
 
 -- perfev.profile(opts) -> profiler | nil, message, errno
 -- opts: event (default "cpu-clock"), freq (999) or period, signal ("rt",
@@ -71,9 +88,10 @@ Profiler.__index = Profiler
 -- output (with fn: write the profile there).
 function M.profile(opts)
   opts = check(opts)
-  local engine = require(M.engines[opts.engine or default_engine()])
+  local event = opts.event or M.DEFAULT_EVENT
+  local engine = require(M.engines[opts.engine or default_engine(event, opts.signal)])
   local e, msg, errno = engine.new {
-    event = opts.event or M.DEFAULT_EVENT,
+    event = event,
     freq = (not opts.period) and (opts.freq or M.DEFAULT_FREQ) or nil,
     period = opts.period, signal = opts.signal, pages = opts.pages or 8,
   }
@@ -90,7 +108,11 @@ end
 -- p:start() -> p. Raises when this or another profiler runs on this thread.
 function Profiler:start()
   if self.running then fail("the profiler is running already") end
+  if current and current.running then
+    error("perfev.profile: a profiler is running on this thread already (stop it first: one per thread)", 2)
+  end
   self.engine:start()
+  current = self
   self.running = true
   self.t0 = os.time()
   self.clock0 = core.clock_ns("monotonic")

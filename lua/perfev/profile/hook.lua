@@ -27,7 +27,7 @@ local TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_BREAKPOINT = 1, 2, 5
 local CLOCKS = { [0] = true, [1] = true }    -- cpu-clock, task-clock: periods in ns
 local COOKIE = 0x70726f66                    -- attr.sig_data: "prof", tells our SIGTRAPs
 
-local function signal_mode(a, want)
+function M.signal_mode(a, want)
   if want == "rt" or type(want) == "number" then return "rt" end
   if want == "sigtrap" then return "sigtrap" end
   if a.type == TYPE_TRACEPOINT or a.type == TYPE_BREAKPOINT
@@ -52,7 +52,7 @@ function M.new(o)
     a.freq = true
     a.sample_freq = o.freq
   end
-  local mode = signal_mode(a, o.signal)
+  local mode = M.signal_mode(a, o.signal)
   if mode == "sigtrap" then
     a.sigtrap, a.remove_on_exec, a.sig_data = true, true, COOKIE
   else
@@ -89,6 +89,9 @@ function Engine:stop()
   end
   if not ok then error(err, 0) end
 end
+
+-- the signal the event's overflow sends while running
+function Engine:signal() return self.p:read().signal end
 
 function Engine:read()
   local r = self.p:read()
