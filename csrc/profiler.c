@@ -32,6 +32,7 @@
 #define PROFILER_MT "perfev.profiler"
 #define MAX_FRAMES 512      /* per sample, all threads of the chain together */
 #define MAX_CHAIN 64        /* nested resumes tracked */
+#define MAX_NATIVE 256      /* native frames kept per sample (the innermost) */
 #ifndef TRAP_PERF
 #define TRAP_PERF 6                 /* si_code of attr.sigtrap (kernel 5.13), not in glibc 2.36 */
 #endif
@@ -47,6 +48,7 @@ struct profiler {
   int signo, running, ref;
   int names;                          /* registry ref: function -> name found, or false */
   int sigtrap;                        /* attr.sigtrap: SIGTRAP, TRAP_PERF, si_perf_data */
+  int native;                         /* samples carry the callchain (native = true) */
   uint64_t cookie;                    /* attr.sig_data: which sigtrap event is ours */
   struct sigaction old_action;        /* restored at stop */
   lua_State *owner;                   /* the state p:start() ran in */
@@ -138,13 +140,6 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 
 /* ---- the ring: the samples' periods (sample_type is PERIOD alone) ---- */
 
-static void ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n)
-{
-  unsigned char *d = dst;
-  for (size_t i = 0; i < n; i++)
-    d[i] = r->data[(pos + i) & (r->data_size - 1)];
-}
-
 /* Sums the periods of the samples the ring holds and consumes them: the
  * weight of the stack recorded now. A hook that comes late (a long C call)
  * gets all the samples taken meanwhile. */
@@ -154,25 +149,25 @@ static uint64_t drain(struct profiler *p, uint64_t *nsamples)
   *nsamples = 0;
   if (!pg)                    /* the ring was closed first (finalizers at lua_close) */
     return 0;
-  uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+  uint64_t head = perfev_ring_head(p->ring);
   uint64_t tail = pg->data_tail, w = 0, n = 0;
   while (tail + sizeof(struct perf_event_header) <= head) {
     struct perf_event_header h;
-    ring_copy(p->ring, tail, &h, sizeof h);
+    perfev_ring_copy(p->ring, tail, &h, sizeof h);
     if (h.size < sizeof h)
       break;                            /* cannot happen; never loop forever */
     uint64_t v;
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
-      ring_copy(p->ring, tail + sizeof h, &v, 8);
+      perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
       w += v;
       n++;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
+      perfev_ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
       p->lost += v;
     }
     tail += h.size;
   }
-  __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+  perfev_ring_consume(p->ring, tail);
   p->samples += n;
   *nsamples = n;
   return w;
@@ -273,7 +268,7 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
       name = find_name(p, T, lv);
       pushed = name ? 2 : 1;
     }
-    struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what) };
+    struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
     long id = prof_agg_frame(&p->agg, &k);
     lua_pop(T, pushed);
     if (id < 0)
@@ -283,35 +278,113 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
   return n;
 }
 
-static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint64_t nsamples)
+/* The Lua stack of the sample into ids, root first: the coroutine's
+ * frames, then its resumer's (minus the original resume our wrapper
+ * called: level 0 there), and so on down to the main thread. Returns the
+ * count, or -1 when out of memory. */
+static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
 {
-  uint32_t ids[MAX_FRAMES];
   int n = 0, full = 0;
-  /* the coroutine's frames, then its resumer's (minus the original resume
-   * our wrapper called: level 0 there), and so on down to the main thread */
   for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = 1)
     n = walk(p, T, from, ids, n, &full);
   if (n >= 0 && full) {
-    struct prof_key k = { "[truncated]", "", -1, -1, 't' };
+    struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
     long id = prof_agg_frame(&p->agg, &k);
     ids[n++] = (uint32_t)id;
     p->truncated++;
     if (id < 0)
       n = -1;
   }
-  if (n < 0) {
-    p->oom = 1;
-    return;
-  }
   for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
     uint32_t t = ids[i];
     ids[i] = ids[j];
     ids[j] = t;
   }
-  if (prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) != 0)
+  return n;
+}
+
+static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint64_t nsamples)
+{
+  uint32_t ids[MAX_FRAMES];
+  int n = lua_stack(p, L, from, ids);
+  if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) != 0)
     p->oom = 1;
   else
     p->weight += w;
+}
+
+/* ---- native = true: each sample's callchain under the Lua stack ---- */
+
+/* Appends the callchain of the sample at ring position pos (after its
+ * period) to ids[n..], outermost first, as native frames ('u' user, 'k'
+ * kernel; the PERF_CONTEXT_* markers say which). Returns the new count or
+ * -1 when out of memory. */
+static int native_frames(struct profiler *p, uint64_t pos, uint64_t end, uint32_t *ids, int n)
+{
+  uint64_t nr;
+  if (pos + 8 > end)
+    return n;
+  perfev_ring_copy(p->ring, pos, &nr, 8);
+  if (nr > (end - pos - 8) / 8)
+    nr = (end - pos - 8) / 8;
+  uint32_t inner[MAX_NATIVE];           /* innermost first, as the kernel gives them */
+  int m = 0;
+  char space = 'k';
+  for (uint64_t i = 0; i < nr && m < MAX_NATIVE; i++) {
+    uint64_t ip;
+    perfev_ring_copy(p->ring, pos + 8 + 8 * i, &ip, 8);
+    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {          /* a context marker */
+      space = ip == (uint64_t)PERF_CONTEXT_USER ? 'u' : 'k';
+      continue;
+    }
+    struct prof_key k = { NULL, NULL, -1, -1, space, ip };
+    long id = prof_agg_frame(&p->agg, &k);
+    if (id < 0)
+      return -1;
+    inner[m++] = (uint32_t)id;
+  }
+  while (m > 0)
+    ids[n++] = inner[--m];
+  return n;
+}
+
+/* The hook of a profiler with native = true: one stack per sample, the
+ * Lua stack (the same for all the samples the ring holds now) with the
+ * sample's own callchain under it. */
+static void record_native(struct profiler *p, lua_State *L, int from)
+{
+  struct perf_event_mmap_page *pg = p->ring->page;
+  if (!pg)
+    return;
+  uint32_t ids[MAX_FRAMES + MAX_NATIVE];
+  int base = -2;                        /* the Lua stack: read at the first sample */
+  uint64_t head = perfev_ring_head(p->ring), tail = pg->data_tail;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    struct perf_event_header h;
+    perfev_ring_copy(p->ring, tail, &h, sizeof h);
+    if (h.size < sizeof h)
+      break;                            /* cannot happen; never loop forever */
+    uint64_t v;
+    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
+      perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
+      if (base == -2)
+        base = lua_stack(p, L, from, ids);
+      int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
+      if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, v, 1) != 0) {
+        p->oom = 1;
+        break;
+      }
+      p->weight += v;
+      p->samples++;
+    } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
+      perfev_ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
+      p->lost += v;
+    }
+    tail += h.size;
+  }
+  perfev_ring_consume(p->ring, tail);
+  if (base != -2)
+    p->hooks++;
 }
 
 static int event_mask(int event)
@@ -337,12 +410,16 @@ static void on_hook(lua_State *L, lua_Debug *ar)
   int chained_mask = p->prev_mask;
   restore_hook(p, L);
   if (mine && !p->oom) {
-    uint64_t n, w = drain(p, &n);
-    if (w) {
-      p->hooks++;
-      int callee = ar->event != LUA_HOOKRET && ar->event != LUA_HOOKCOUNT &&
-                   ar->event != LUA_HOOKLINE;
-      record(p, L, callee ? 1 : 0, w, n);
+    int callee = ar->event != LUA_HOOKRET && ar->event != LUA_HOOKCOUNT &&
+                 ar->event != LUA_HOOKLINE;
+    if (p->native) {
+      record_native(p, L, callee ? 1 : 0);
+    } else {
+      uint64_t n, w = drain(p, &n);
+      if (w) {
+        p->hooks++;
+        record(p, L, callee ? 1 : 0, w, n);
+      }
     }
   }
   /* the user's hook, for the events it asked for (last: it may raise) */
@@ -632,8 +709,9 @@ static int l_new(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);
   struct perfev_ring *r = (struct perfev_ring *)luaL_checkudata(L, 2, PERFEV_RING_MT);
-  if (perfev_attr_u64(&ev->attr, "sample_type") != PERF_SAMPLE_PERIOD)
-    return luaL_argerror(L, 1, "the event must sample 'period' alone");
+  uint64_t st = perfev_attr_u64(&ev->attr, "sample_type");
+  if (st != PERF_SAMPLE_PERIOD && st != (PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN))
+    return luaL_argerror(L, 1, "the event must sample 'period' alone, or with 'callchain'");
   if (!r->page || r->overwrite || r->backward)
     return luaL_argerror(L, 2, "a forward, writable ring is needed");
   struct profiler *p = (struct profiler *)perfev_newuserdata(L, sizeof *p);
@@ -641,6 +719,7 @@ static int l_new(lua_State *L)
   p->fd = ev->fd;
   p->ring = r;
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
+  p->native = (st & PERF_SAMPLE_CALLCHAIN) != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
   p->ref = LUA_NOREF;
   p->names = LUA_NOREF;

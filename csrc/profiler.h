@@ -14,7 +14,9 @@ struct prof_frame {
   char *src;            /* ar.short_src */
   int linedefined;      /* -1 for C functions */
   int line;             /* ar.currentline: the line running, or calling the frame above */
-  char what;            /* 'L' Lua, 'C' C, 'm' main chunk, 't' truncated-stack marker */
+  char what;            /* 'L' Lua, 'C' C, 'm' main chunk, 't' truncated-stack marker,
+                         * 'u' / 'k' a native frame of the user / kernel callchain */
+  uint64_t ip;          /* native frames: the address (0 for the others) */
   uint32_t hash;
 };
 
@@ -46,6 +48,7 @@ struct prof_key {
   const char *name, *src;
   int linedefined, line;
   char what;
+  uint64_t ip;
 };
 
 /* Interns a frame; returns its id, or -1 when out of memory. */

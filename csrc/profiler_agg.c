@@ -3,6 +3,7 @@
  * allocation. Read out into Lua tables once, at the end. */
 #include <stdlib.h>
 #include <string.h>
+#include "compat.h"
 #include "profiler.h"
 
 /* FNV-1a over bytes, continued from h. */
@@ -25,6 +26,7 @@ static uint32_t key_hash(const struct prof_key *k)
   h = fnv_str(h, k->src);
   int nums[2] = { k->linedefined, k->line };
   h = fnv(h, nums, sizeof nums);
+  h = fnv(h, &k->ip, sizeof k->ip);
   return fnv(h, &k->what, 1);
 }
 
@@ -36,7 +38,7 @@ static int str_eq(const char *a, const char *b)
 static int frame_eq(const struct prof_frame *f, const struct prof_key *k)
 {
   return f->linedefined == k->linedefined && f->line == k->line && f->what == k->what &&
-         str_eq(f->name, k->name) && str_eq(f->src, k->src);
+         f->ip == k->ip && str_eq(f->name, k->name) && str_eq(f->src, k->src);
 }
 
 /* Grows an array to hold one more element of size sz; 0 or -1. */
@@ -124,6 +126,7 @@ long prof_agg_frame(struct prof_agg *a, const struct prof_key *k)
   f->linedefined = k->linedefined;
   f->line = k->line;
   f->what = k->what;
+  f->ip = k->ip;
   f->hash = h;
   size_t j = h & (a->capftab - 1);
   while (a->ftab[j])
@@ -188,6 +191,8 @@ static const char *what_name(char w)
   case 'C': return "C";
   case 'm': return "main";
   case 't': return "truncated";
+  case 'u': return "native";
+  case 'k': return "kernel";
   default: return "Lua";
   }
 }
@@ -204,6 +209,10 @@ void prof_agg_push(lua_State *L, const struct prof_agg *a)
     set_int(L, "linedefined", f->linedefined);
     set_int(L, "line", f->line);
     set_str(L, "what", what_name(f->what));
+    if (f->what == 'u' || f->what == 'k') {
+      perfev_pushu64(L, f->ip);            /* exact on LuaJIT too (cdata above 2^53) */
+      lua_setfield(L, -2, "ip");
+    }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "frames");

@@ -475,6 +475,16 @@ uint64_t perfev_ring_head(const struct perfev_ring *r)
   return load_head(r);
 }
 
+void perfev_ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n)
+{
+  ring_copy(r, pos, (unsigned char *)dst, n);
+}
+
+void perfev_ring_consume(struct perfev_ring *r, uint64_t tail)
+{
+  store_tail(r, tail);
+}
+
 /* records() on an overwrite ring would write data_tail into a read-only
  * page, and could not walk a head that moves down: refused here. */
 int perfev_ring_open_lib(lua_State *L)

@@ -35,6 +35,10 @@ struct perfev_ring *perfev_ring_self(lua_State *L);
 struct perfev_event *perfev_ring_event(lua_State *L, const struct perfev_ring *r);
 /* data_head, read with acquire: the records before it are visible. */
 uint64_t perfev_ring_head(const struct perfev_ring *r);
+/* Copies n bytes at ring position pos (any position: wraps the area). */
+void perfev_ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n);
+/* Hands the data before tail back to the kernel (release: after our copies). */
+void perfev_ring_consume(struct perfev_ring *r, uint64_t tail);
 /* Unmaps the AUX area, if mapped (before the ring: it lives behind it). */
 void perfev_ring_aux_unmap(struct perfev_ring *r);
 

@@ -76,6 +76,30 @@ describe("perfev profile", function()
     for _, l in ipairs(lines) do assert.matches("^main chunk %(.-%);[^ ]+.* %d+$", l) end
   end)
 
+  it("joins the native stacks under the Lua frames with --native", function()
+    local s = script("copy.lua", [[
+local function builder()
+  local t = {}
+  for i = 1, 100 do t[i] = string.rep("ab", 40000) end
+  return #table.concat(t)
+end
+for _ = 1, tonumber(arg[1]) do builder() end
+]])
+    local folded = dir .. "/native.folded"
+    -- page-faults: the hook engine on every runtime (LuaJIT's clocks have no callchain)
+    local _, err, code = perfev_profile("--native -e page-faults -c 1 -o " .. folded .. " " .. s .. " 20")
+    assert.equal(0, code, err)
+    local w, all = 0, 0
+    for _, l in ipairs(shell.lines(folded)) do
+      local n = tonumber(l:match(" (%d+)$"))
+      all = all + n
+      -- builder, then (5.4) rep or concat [C], then libc's copy routine faulting
+      if l:match(";builder %(.-%);.*__?mem[%w_]+ %[libc%.so%.6%]") then w = w + n end
+    end
+    assert.is_true(all > 0)
+    assert.is_true(w / all >= 0.8, ("%d of %d"):format(w, all))
+  end)
+
   it("still writes the profile when the script raises, and exits 1", function()
     local s = script("work.lua", WORK)
     local out = dir .. "/raised.txt"

@@ -34,7 +34,7 @@ M.DEFAULT_FREQ = 999
 local OPTIONS = {
   event = "spec", freq = "positive", period = "positive", fn = "function", args = "table",
   output = "string", signal = "string|positive", pages = "positive", engine = "string",
-  name = "string",
+  name = "string", native = "boolean",
 }
 
 local function fail(msg)
@@ -93,10 +93,10 @@ function M.profile(opts)
   local e, msg, errno = engine.new {
     event = event,
     freq = (not opts.period) and (opts.freq or M.DEFAULT_FREQ) or nil,
-    period = opts.period, signal = opts.signal, pages = opts.pages or 8,
+    period = opts.period, signal = opts.signal, pages = opts.pages or (opts.native and 128 or 8), native = opts.native,
   }
   if not e then return nil, msg, errno end
-  local p = setmetatable({ engine = e, name = opts.name, event_name = e.event_name,
+  local p = setmetatable({ engine = e, name = opts.name, native = opts.native, event_name = e.event_name,
                            unit = e.unit, freq = e.freq, period = e.period }, Profiler)
   if opts.fn then
     p:run(opts.fn, unpack(opts.args or {}))
@@ -127,6 +127,8 @@ function Profiler:stop()
   self.engine:stop()
   self.duration = core.clock_ns("monotonic") - self.clock0
   local raw = self.engine:read()
+  -- native frames are named now, while the files they are in are mapped
+  if self.native then raw = require("perfev.profile.native").symbolize(raw) end
   self.raw = raw
   self.result = nil
   return self

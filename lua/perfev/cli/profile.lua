@@ -1,4 +1,4 @@
--- `perfev profile [-e EVENT] [-F FREQ | -c PERIOD] [-o FILE] script.lua [args...]`:
+-- `perfev profile [-e EVENT] [-F FREQ | -c PERIOD] [--native] [-o FILE] script.lua [args...]`:
 -- runs a Lua script in this process under perfev.profile and writes the
 -- profile in the format the output's name asks for (.svg, .folded,
 -- .speedscope.json, .pb.gz, .data, .txt; none or "-": the text report on
@@ -52,9 +52,6 @@ local function exit_code(e)
 end
 
 function M.run(args)
-  if args.native then
-    return err("--native (mixed native stacks) is not supported yet")
-  end
   local path = args.output or "-"
   local fmt, msg = output.format_of(path)
   if not fmt then return err(msg) end
@@ -64,7 +61,7 @@ function M.run(args)
   local perfev = require "perfev"
   local ok, p, errno
   ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
-                                              period = args.count })
+                                              period = args.count, native = args.native })
   if not ok then return err(tostring(p):gsub("^perfev%.profile: ", "")) end
   if not p then return err(msg .. (errno and "" or "")) end
   -- the script sees arg as under lua: arg[0] the script, arg[1..] its arguments

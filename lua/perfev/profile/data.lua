@@ -26,6 +26,11 @@ end
 local function label(f, name)
   local s
   if f.what == "C" then s = name .. " [C]"
+  elseif f.what == "native" or f.what == "kernel" then
+    -- native = true: "memcpy [libc.so.6]", "clear_page_erms [kernel]", "[lua5.4 (stripped)]"
+    if name:sub(1, 1) == "[" then s = name
+    elseif f.what == "kernel" then s = name .. " [kernel]"
+    else s = ("%s [%s]"):format(name, f.source) end
   elseif f.what == "truncated" then s = name
   elseif f.what == "main" or (f.linedefined or -1) < 0 then s = ("%s (%s)"):format(name, f.source)
   else s = ("%s (%s:%.0f)"):format(name, f.source, f.linedefined) end

@@ -40,11 +40,13 @@ end
 local Engine = {}
 Engine.__index = Engine
 
--- new{ event, freq | period, signal, pages } -> engine | nil, message, errno
+-- new{ event, freq | period, signal, pages, native } -> engine | nil, message, errno
 function M.new(o)
   local a, name = spec.attr(o.event, "perfev.profile")   -- a new attr: ours to change
   a.disabled = true
-  a.sample_type = "period"
+  -- native = true: the callchain of each sample (user and kernel), which
+  -- perfev.profile.native symbolizes and joins under the Lua frames
+  a.sample_type = o.native and { "period", "callchain" } or "period"
   if o.period then
     a.freq = false
     a.sample_period = o.period

@@ -236,6 +236,12 @@ function M.new(o)
   if not ok then
     error("perfev.profile: engine 'jit' needs LuaJIT's jit.profile (use engine = 'hook')", 3)
   end
+  if o.native then
+    -- the event counts here, it does not sample: no callchain to join
+    error("perfev.profile: option 'native' needs the hook engine; on LuaJIT with the JIT on the clocks "
+          .. "use jit.profile (engine 'jit'): profile an event counted at a boundary of user code "
+          .. "(page-faults, context-switches, a tracepoint), or jit.off() and engine = 'hook'", 3)
+  end
   local perfev = require "perfev"
   local a, name = require("perfev.spec").attr(o.event, "perfev.profile")
   a.disabled = true                 -- counting: the weight between two samples

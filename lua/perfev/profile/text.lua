@@ -59,7 +59,7 @@ function M.encode(p)
   local lines = {}
   for _, r in ipairs(rows) do
     for line, w in pairs(r.lines) do
-      lines[#lines + 1] = { where = where(r.func, line), name = r.func.name, w = w }
+      if line >= 0 then lines[#lines + 1] = { where = where(r.func, line), name = r.func.name, w = w } end
     end
   end
   table.sort(lines, function(a, b)

@@ -1,0 +1,168 @@
+-- perfev.profile{ native = true }: the kernel's callchain of each sample
+-- joined under its Lua frames, named from the ELF symbol tables of the
+-- files mapped here and from /proc/kallsyms; checked against readelf (the
+-- interpreter's symbols), /proc/kallsyms and what the workloads call.
+local perfev = require "perfev"
+local data = require "perfev.profile.data"
+local shell = require "spec.support.shell"
+local fs = require "perfev.fs"
+
+local JIT = rawget(_G, "jit") ~= nil
+
+local function spin(n)
+  local s = 0
+  for i = 1, n do s = s + i % 7 end
+  return s
+end
+
+-- copies: string.rep and table.concat fill their buffers with memcpy
+local function builder()
+  local t = {}
+  for i = 1, 100 do t[i] = string.rep("ab", 40000) end
+  local r = #table.concat(t)
+  return r
+end
+
+-- the stacks, as lists of frames (root first)
+local function stacks(pr)
+  local out = {}
+  for _, s in ipairs(pr.stacks) do
+    local fr = {}
+    for i, fid in ipairs(s.frames) do fr[i] = pr.frames[fid] end
+    out[#out + 1] = { frames = fr, weight = s.weight }
+  end
+  return out
+end
+
+-- the weight of stacks holding a frame named `under` (a Lua or C function)
+-- with, below it, a native frame for which pred(frame) is true
+local function weight_under(pr, under, pred)
+  local w = 0
+  for _, s in ipairs(stacks(pr)) do
+    local seen
+    for _, f in ipairs(s.frames) do
+      if f.name == under then seen = true
+      elseif seen and (f.what == "native" or f.what == "kernel") and pred(f) then
+        w = w + s.weight
+        break
+      end
+    end
+  end
+  return w
+end
+
+-- the interpreter's file and whether readelf finds a .symtab in it
+local function interpreter()
+  local exe = shell.trim(shell.sh("readlink /proc/" .. fs.own_pid() .. "/exe"))
+  local sections = shell.sh("readelf -S " .. shell.quote(exe) .. " 2>/dev/null")
+  return exe, sections:find("%.symtab") ~= nil
+end
+
+local function kallsyms_readable()   -- addresses shown (kptr_restrict lets us)
+  local f = io.open("/proc/kallsyms")
+  if not f then return false end
+  local line = f:read("l") or ""
+  f:close()
+  return not line:match("^0+ ")
+end
+
+describe("perfev.profile native = true", function()
+  it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped", function()
+    if JIT then
+      pending("cpu-clock on LuaJIT is engine 'jit' (jit.profile's ticks, the event counted): no callchain per sample")
+      return
+    end
+    local p = assert(perfev.profile { event = "cpu-clock", period = 250000, native = true })
+    p:run(function() for _ = 1, 20 do builder() spin(200000) end end)
+    local pr = p:profile()
+    -- glibc's memcpy/memmove implementations: __memmove_avx_unaligned_erms & co
+    local function memcopy(f) return f.source == "libc.so.6" and f.name:match("^__?mem[mc][oep][vmy]") end
+    local copies = weight_under(pr, "rep", memcopy) + weight_under(pr, "concat", memcopy)
+    print(("\n  native: %.1f%% of the samples copy in libc under rep/concat"):format(100 * copies / pr.weight))
+    assert.is_true(copies / pr.weight >= 0.2, ("copies: %.3f"):format(copies / pr.weight))
+    -- the interpreter: its frames are named from its symbols, or shown as stripped
+    local exe, symtab = interpreter()
+    local short = exe:match("([^/]+)$")
+    local dynsym = shell.sh("readelf --dyn-syms -W " .. shell.quote(exe))
+    local stripped = 0
+    for _, f in ipairs(pr.frames) do
+      if f.what == "native" and f.source == short then
+        if f.name == ("[%s (stripped)]"):format(short) then
+          stripped = stripped + 1
+        else   -- a name: the executable's own symbol table has it (never a nearest guess)
+          assert.is_truthy(dynsym:find(" " .. f.name:gsub("@.*", ""):gsub("%p", "%%%0"), 1), f.name)
+        end
+      end
+    end
+    if symtab then
+      assert.equal(0, stripped)
+    else
+      -- Debian's lua5.4: the Lua code ran in luaV_execute, which only a
+      -- .symtab could name: the frame under spin says so
+      assert.is_true(stripped >= 1)
+      local w = weight_under(pr, "spin", function(f) return f.name == ("[%s (stripped)]"):format(short) end)
+      assert.is_true(w > 0)
+    end
+    p:close()
+  end)
+
+  local MIB40 = 40 * 1048576
+  -- 40 MiB strings: above glibc's largest mmap threshold, always fresh pages
+  local function toucher()
+    local t = {}
+    for i = 1, 2 do t[i] = string.rep("x", MIB40) end
+    return #t
+  end
+
+  it("shows, for page faults, the user code the faults were taken in", function()
+    if os.getenv("PERFEV_CHECK") == "valgrind" then
+      pending("valgrind cannot take a perf event's SIGTRAP (TRAP_PERF): it aborts")
+      return
+    end
+    local p = assert(perfev.profile { event = "page-faults", period = 1, native = true })
+    p:run(function() for _ = 1, 2 do toucher() collectgarbage() end end)
+    local pr = p:profile()
+    local _, total = data.share(pr, "toucher")
+    assert.is_true(total >= 0.9, ("toucher: %.3f"):format(total))
+    -- the page-faults event's callchain starts at the user instruction
+    -- that faulted: string.rep writing its new string with libc's copy
+    -- routines (on LuaJIT string.rep is a builtin, no Lua frame: under toucher)
+    local under = JIT and "toucher" or "rep"
+    local w = weight_under(pr, under, function(f)
+      return f.what == "native" and f.source == "libc.so.6" and f.name:match("^__?mem[mcs][oep][vmyt]") ~= nil
+    end)
+    print(("\n  native: %.1f%% of the faults taken in libc's mem* under %s"):format(100 * w / pr.weight, under))
+    assert.is_true(w / pr.weight >= 0.8, ("faults in libc: %.3f"):format(w / pr.weight))
+    p:close()
+  end)
+
+  it("shows the kernel's page-fault path under the function that touches new memory", function()
+    if JIT then
+      pending("cpu-clock on LuaJIT is engine 'jit' (jit.profile's ticks, the event counted): no callchain per sample")
+      return
+    end
+    if not kallsyms_readable() then
+      pending("/proc/kallsyms hides addresses here (kptr_restrict): no kernel names")
+      return
+    end
+    local p = assert(perfev.profile { event = "cpu-clock", period = 250000, native = true })
+    p:run(function() for _ = 1, 2 do toucher() collectgarbage() end end)
+    local pr = p:profile()
+    -- the kernel's fault handler, by the name /proc/kallsyms gives it
+    assert.equal("1", shell.trim(shell.sh("grep -cE ' exc_page_fault$' /proc/kallsyms")))
+    local faults = weight_under(pr, "toucher", function(f) return f.what == "kernel" and f.name == "exc_page_fault" end)
+    print(("\n  native: %.1f%% of toucher's time in the kernel's exc_page_fault"):format(100 * faults / pr.weight))
+    assert.is_true(faults / pr.weight >= 0.05, ("faults: %.3f"):format(faults / pr.weight))
+    p:close()
+  end)
+
+  it("refuses native = true where no callchain comes with the samples (engine 'jit')", function()
+    if not JIT then pending("engine 'jit' runs on LuaJIT: make test LUA=luajit") return end
+    assert.has_error(function() perfev.profile { event = "cpu-clock", native = true } end)
+  end)
+
+  it("checks the option", function()
+    assert.has_error(function() perfev.profile { native = "yes" } end,
+      "perfev.profile: option 'native' must be a boolean, got string 'yes'")
+  end)
+end)
