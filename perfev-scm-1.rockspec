@@ -114,6 +114,7 @@ build = {
       ["perfev.profile.perfdata"] = "lua/perfev/profile/perfdata.lua",
       ["perfev.profile.pprof"] = "lua/perfev/profile/pprof.lua",
       ["perfev.profile.protobuf"] = "lua/perfev/profile/protobuf.lua",
+      ["perfev.profile.resty"] = "lua/perfev/profile/resty.lua",
       ["perfev.profile.speedscope"] = "lua/perfev/profile/speedscope.lua",
       ["perfev.profile.svg"] = "lua/perfev/profile/svg.lua",
       ["perfev.profile.text"] = "lua/perfev/profile/text.lua",

@@ -406,6 +406,12 @@ static void on_hook(lua_State *L, lua_Debug *ar)
   /* disarm first: a signal from here on arms the hook again */
   lua_State *expected = L;
   int mine = atomic_compare_exchange_strong(&p->armed, &expected, NULL);
+#if PERFEV_LUAJIT
+  /* LuaJIT's hooks are global: armed on one coroutine, the hook runs in
+   * whichever runs next (a request's coroutine that C code resumed) */
+  if (!mine && expected)
+    mine = atomic_compare_exchange_strong(&p->armed, &expected, NULL);
+#endif
   lua_Hook chained = p->prev_hook;
   int chained_mask = p->prev_mask;
   restore_hook(p, L);
@@ -592,6 +598,18 @@ static int l_read(lua_State *L)
   return 1;
 }
 
+/* p:reset() -> p: the stacks and counts read so far are dropped (after a
+ * p:read() while running: the next read gives the samples since). */
+static int l_reset(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  prof_agg_free(&p->agg);
+  p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
+  p->oom = 0;
+  lua_settop(L, 1);
+  return 1;
+}
+
 static int l_running(lua_State *L)
 {
   lua_pushboolean(L, check_profiler(L)->running);
@@ -739,6 +757,27 @@ static int l_new(lua_State *L)
   return 1;
 }
 
+/* core.profiler_route(event, signo) -> true | nil, message, errno: the
+ * event's overflow sends signal signo to this thread (signo 0: no more).
+ * LuaJIT's engine gives its event's overflows to jit.profile as SIGPROF,
+ * the signal of jit.profile's own timer: perfev's event is its clock. */
+static int l_route(lua_State *L)
+{
+  struct perfev_event *ev = perfev_event_check(L, 1);
+  int signo = perfev_int_arg(L, 2, 0, "perfev.profile: route", "signo");
+  int err;
+  if (signo > 0) {
+    err = route_signal(ev->fd, signo);
+  } else {
+    int fl = fcntl(ev->fd, F_GETFL);
+    err = (fl < 0 || fcntl(ev->fd, F_SETFL, fl & ~O_ASYNC) != 0) ? errno : 0;
+  }
+  if (err)
+    return perfev_push_errno(L, err, "fcntl");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* core.profiler_thread() -> the running thread: the main thread too, which
  * coroutine.running() gives as nil on Lua 5.1/LuaJIT (the jit engine walks
  * a coroutine's resumers down to it). */
@@ -752,7 +791,7 @@ int perfev_profiler_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
-    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "running", l_running },
+    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "running", l_running },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };
   perfev_class_register(L, PROFILER_MT, meta, methods);
@@ -760,5 +799,7 @@ int perfev_profiler_open_lib(lua_State *L)
   lua_setfield(L, -2, "profiler");
   lua_pushcfunction(L, l_thread);
   lua_setfield(L, -2, "profiler_thread");
+  lua_pushcfunction(L, l_route);
+  lua_setfield(L, -2, "profiler_route");
   return 0;
 }

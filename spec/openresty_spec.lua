@@ -96,8 +96,9 @@ describe("examples/openresty: perfev.resty in nginx", function()
   local prefix, port, master
   setup(function()
     prefix = shell.tmpdir()
-    local out, status = run(("mkdir -p %s/logs %s/lib && ln -s %s/lua %s/lua && ln -s %s/build/luajit/perfev %s")
-      :format(prefix, prefix, REPO, prefix, REPO, prefix .. "/lib/perfev"))
+    local out, status = run(("mkdir -p %s/logs %s/lib && ln -s %s/lua %s/lua && ln -s %s/build/luajit/perfev %s"
+                             .. " && ln -s %s/examples/openresty %s/app")
+      :format(prefix, prefix, REPO, prefix, REPO, prefix .. "/lib/perfev", REPO, prefix))
     assert(status == 0, out)
     local conf = assert(shell.read_file(REPO .. "/examples/openresty/nginx.conf"))
     assert(select(2, conf:gsub("listen 127%.0%.0%.1:8080;", "")) == 1, "nginx.conf has one listen 127.0.0.1:8080")
@@ -209,5 +210,68 @@ describe("examples/openresty: perfev.resty in nginx", function()
     print(("\nopenresty: %d requests, 0 errors, fds per worker %s; per request light/heavy: "
            .. "task-clock %.3f/%.3f ms, page faults %.1f/%.1f, context switches %.2f/%.2f")
           :format(REQUESTS, table.concat(fd_text, ", "), cpu_l * 1e3, cpu_h * 1e3, pf_l, pf_h, cs_l, cs_h))
+  end)
+
+  it("profiles the next N requests of a location by Lua function, summed over the workers", function()
+    local N = 200
+    local base = "http://127.0.0.1:" .. port
+    local out, status = run(("curl -s '%s/profile?n=%d&loc=/work/split'"):format(base, N))
+    assert.equal(0, status)
+    assert.matches("of " .. N .. " requests of /work/split profiled on cpu%-clock", out)
+    -- two clients in parallel (both workers take requests), and requests
+    -- of another location meanwhile, which are not taken
+    local cmds = {}
+    for c = 1, 2 do
+      local lines = {}
+      for _ = 1, N / 2 do
+        lines[#lines + 1] = ('url = "%s/work/split"\noutput = "/dev/null"'):format(base)
+        lines[#lines + 1] = ('url = "%s/work/light"\noutput = "/dev/null"'):format(base)
+      end
+      write(("%s/split%d.cfg"):format(prefix, c), table.concat(lines, "\n") .. "\n")
+      cmds[c] = ("curl -s -K %s/split%d.cfg -w '%%{http_code}\\n' > %s/split%d.out &"):format(prefix, c, prefix, c)
+    end
+    run(table.concat(cmds, " ") .. " wait")
+    for c = 1, 2 do
+      local codes = shell.read_file(("%s/split%d.out"):format(prefix, c)) or ""
+      assert.equal(N, select(2, codes:gsub("200", "")), codes)
+    end
+    -- the log phases of the last requests may still run: poll the status
+    local st = eventually(function()
+      local s = run("curl -s " .. base .. "/profile")
+      return s:find("(complete)", 1, true) and s
+    end)
+    assert.truthy(st, "the session did not complete: " .. run("curl -s " .. base .. "/profile"))
+    assert.matches(N .. " of " .. N .. " requests of /work/split", st)
+
+    -- the folded stacks: the handler's functions, named, costing 1:3
+    local folded = run("curl -s '" .. base .. "/profile?format=folded'")
+    local cheap, dear, all, other_loc = 0, 0, 0, 0
+    for line in folded:gmatch("[^\n]+") do
+      local stack, w = line:match("^(.*) (%d+)$")
+      w = tonumber(w)
+      all = all + w
+      if stack:match(";cheap %([^)]*app/handlers%.lua:%d+%)") then cheap = cheap + w end
+      if stack:match(";dear %([^)]*app/handlers%.lua:%d+%)") then dear = dear + w end
+      if stack:match("light") then other_loc = other_loc + w end
+    end
+    local share = cheap / (cheap + dear)
+    print(("\nopenresty profile: %d requests of /work/split, cheap:dear %.1f%%:%.1f%%, %.1f%% of the weight in them")
+          :format(N, 100 * share, 100 * (1 - share), 100 * (cheap + dear) / all))
+    assert.is_true(math.abs(share - 0.25) <= 0.05, ("cheap/(cheap+dear): %.3f"):format(share))
+    assert.is_true((cheap + dear) / all >= 0.5, ("%.3f"):format((cheap + dear) / all))
+    assert.equal(0, other_loc)
+    assert.matches("main chunk %(content_by_lua%(nginx%.conf:%d+%)%);split %(", folded)
+
+    -- the same profile as speedscope JSON, and the text report
+    local json = run("curl -s '" .. base .. "/profile?format=speedscope'")
+    local doc = require("cjson").decode(json)
+    assert.equal("https://www.speedscope.app/file-format-schema.json", doc["$schema"])
+    local names = {}
+    for _, f in ipairs(doc.shared.frames) do names[f.name:match("^(%S+)")] = true end
+    assert.is_true(names.cheap and names.dear and names.split or false)
+    local text = run("curl -s '" .. base .. "/profile?format=text'")
+    assert.matches("# perfev profile: Lua functions on event 'cpu%-clock'", text)
+    local log = shell.read_file(prefix .. "/logs/error.log") or ""
+    assert.is_nil(log:match("%[error%][^\n]*") or log:match("%[crit%][^\n]*") or log:match("%[alert%][^\n]*"))
   end)
 end)

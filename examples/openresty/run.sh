@@ -12,6 +12,7 @@ if [ "${2:-}" = stop ]; then
 fi
 mkdir -p "$prefix/logs" "$prefix/lib"
 ln -sfn "$repo/lua" "$prefix/lua"
+ln -sfn "$repo/examples/openresty" "$prefix/app"
 ln -sfn "$repo/build/luajit/perfev" "$prefix/lib/perfev"
 sed "s/listen 127.0.0.1:8080;/listen 127.0.0.1:$port;/" "$repo/examples/openresty/nginx.conf" > "$prefix/nginx.conf"
 nginx -p "$prefix" -c "$prefix/nginx.conf"

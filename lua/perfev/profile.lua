@@ -124,6 +124,7 @@ end
 function Profiler:stop()
   if not self.running then return self end
   self.running = false
+  if self.paused then self.engine:resume() self.paused = false end
   self.engine:stop()
   self.duration = core.clock_ns("monotonic") - self.clock0
   local raw = self.engine:read()
@@ -132,6 +133,30 @@ function Profiler:stop()
   self.raw = raw
   self.result = nil
   return self
+end
+
+-- p:pause(), p:resume(): while running, the samples in between are
+-- dropped (the event is disabled): profile some requests of a server and
+-- not the others, the sampling clock going on (perfev.resty).
+function Profiler:pause()
+  if not self.running then fail("the profiler is not running") end
+  if not self.paused then self.engine:pause() self.paused = true end
+  return self
+end
+
+function Profiler:resume()
+  if not self.running then fail("the profiler is not running") end
+  if self.paused then self.engine:resume() self.paused = false end
+  return self
+end
+
+-- p:take() -> the profile of the samples since start or the last take,
+-- while running (best paused): the next take starts from here.
+function Profiler:take()
+  if not self.running then fail("the profiler is not running") end
+  local raw = self.engine:take()
+  if self.native then raw = require("perfev.profile.native").symbolize(raw) end
+  return data.build(raw, self:build_opts())
 end
 
 -- p:run(fn, ...) -> fn's results. The samples are fn's: frames below it
@@ -155,14 +180,14 @@ end
 function Profiler:profile()
   if self.running then fail("stop the profiler before reading its profile") end
   if not self.raw then fail("the profiler has not run") end
-  if not self.result then
-    self.result = data.build(self.raw, { root = self.root, event = self.event_name, unit = self.unit,
-                                         freq = self.freq, period = self.period, name = self.name,
-                                         time = self.t0, duration = self.duration,
-                                         attr_type = self.engine.attr_type,
-                                         attr_config = self.engine.attr_config })
-  end
+  if not self.result then self.result = data.build(self.raw, self:build_opts()) end
   return self.result
+end
+
+function Profiler:build_opts()
+  return { root = self.root, event = self.event_name, unit = self.unit, freq = self.freq,
+           period = self.period, name = self.name, time = self.t0, duration = self.duration,
+           attr_type = self.engine.attr_type, attr_config = self.engine.attr_config }
 end
 
 -- p:write(path[, format]) -> true | nil, message, errno. The format from

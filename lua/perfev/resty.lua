@@ -197,6 +197,17 @@ function _M.serve(self)
   ngx.print(text)
 end
 
+-- Profiling the next N requests of a location by Lua function (perfev.profile
+-- in each worker, the folded stacks summed in a lua_shared_dict):
+-- lua/perfev/profile/resty.lua, doc/openresty.md.
+--   rewrite_by_lua*/access_by_lua*: profile_start([{ dict = }])
+--   log_by_lua*:                    profile_finish([{ dict = }])
+--   control location:               profile_serve([{ dict = }]) (?n=N&loc=/path, ?format=...)
+for name, f in pairs { profile_start = "start", profile_finish = "finish", profile_serve = "serve",
+                       profile = "profile" } do
+  _M[name] = function(opts) return require("perfev.profile.resty")[f](opts) end
+end
+
 -- Closes this instance's events (a worker's are closed when it exits).
 function _M.close(self)
   self = self_or_default(self)

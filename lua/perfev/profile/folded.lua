@@ -34,4 +34,43 @@ function M.encode(p)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- decode(text[, opts]) -> a profile of folded lines (frames, funcs,
+-- stacks, weight, samples) that the other outputs encode: stacks folded
+-- elsewhere, or summed from several processes (perfev.resty adds up its
+-- workers' this way). A frame is its label: "name (source:line)" a Lua
+-- function, "name [C]" a C one. opts: event, unit, name, samples.
+function M.decode(text, opts)
+  opts = opts or {}
+  local p = { frames = {}, funcs = {}, stacks = {}, weight = 0, samples = 0, lost = 0, outside = 0,
+              event = opts.event or "?", unit = opts.unit or "events", name = opts.name }
+  local by = {}
+  local function id_of(label)
+    local id = by[label]
+    if id then return id end
+    id = #p.funcs + 1
+    local c = label:match("^(.-) %[C%]$")
+    local src, line = label:match("%((.-):(%d+)%)$")
+    local what = c and "C" or (src and "Lua") or "folded"
+    p.funcs[id] = { name = c or label, label = label, what = what, source = src,
+                    linedefined = tonumber(line) or -1 }
+    p.frames[id] = { name = c or label, source = src, line = -1, linedefined = tonumber(line) or -1,
+                     what = what, func = id }
+    by[label] = id
+    return id
+  end
+  for line in text:gmatch("[^\n]+") do
+    local stack, w = line:match("^(.-)%s+(%d+)%s*$")
+    if stack then
+      local ids = {}
+      for label in stack:gmatch("[^;]+") do ids[#ids + 1] = id_of(label) end
+      w = tonumber(w)
+      p.stacks[#p.stacks + 1] = { frames = ids, weight = w, samples = 1 }
+      p.weight, p.samples = p.weight + w, p.samples + 1
+    end
+  end
+  table.sort(p.stacks, function(a, b) return a.weight > b.weight end)
+  if opts.samples then p.samples = opts.samples end
+  return p
+end
+
 return M

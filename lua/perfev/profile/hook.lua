@@ -92,6 +92,17 @@ function Engine:stop()
   if not ok then error(err, 0) end
 end
 
+-- pause/resume: the event disabled in between (no overflow, no signal)
+function Engine:pause() self.ev:disable() end
+function Engine:resume() self.ev:enable() end
+
+-- the samples so far, and a new start for the next ones
+function Engine:take()
+  local r = self:read()
+  self.p:reset()
+  return r
+end
+
 -- the signal the event's overflow sends while running
 function Engine:signal() return self.p:read().signal end
 

@@ -1,27 +1,28 @@
 -- The profiler's engine on LuaJIT with its compiler on: compiled traces run
--- no hooks, so the moments to sample come from LuaJIT's own sampler
--- (jit.profile: its timer; the VM stops at the next safe point and
--- materializes the frames of compiled traces), and perfev's event is the
--- weight: each jit.profile sample weighs what the event counted since the
--- one before it. The stack of a sample is read with debug.getinfo on the
--- thread jit.profile names, so frames are labelled as the hook engine
--- labels them (name, source, linedefined, running line); coroutines are
--- followed down the chain of resumers, as in the hook engine, through
--- coroutine.resume and coroutine.wrap replaced while profiling.
+-- no hooks, so the samples are taken by LuaJIT's own sampler (jit.profile:
+-- the VM stops at the next new line, where compiled traces
+-- check for a pending sample, and materializes their frames), and
+-- perfev's event is its clock and its weight: the event samples into a
+-- small ring and each overflow is sent to this thread as SIGPROF, the
+-- signal of jit.profile's own timer (which is set too slow to fire), so
+-- that jit.profile takes a sample; the sample weighs the periods the ring
+-- holds then. (jit.profile's timer is setitimer(ITIMER_PROF), checked at
+-- the kernel's ticks: requests of a few ms in nginx got their samples late
+-- in each request, 1:3 measured 4:96; the event's hrtimer is exact.)
 --
--- For the clocks the weight is the time between samples; for other events
--- counted this way the count lands on the stack running at the next timer
--- tick (profile.lua gives those events the hook engine on LuaJIT).
+-- The stack of a sample is read with debug.getinfo on the thread
+-- jit.profile names, so frames are labelled as the hook engine labels them
+-- (name, source, linedefined, running line); coroutines are followed down
+-- the chain of resumers, as in the hook engine, through coroutine.resume
+-- and coroutine.wrap replaced while profiling.
 --
--- M.collector is the sampling half alone (a counter function gives the
+-- M.collector is the sampling half alone (a weigh function gives the
 -- weight), so it can be checked without a perf event.
 local M = {}
 
 local unpack = table.unpack or rawget(_G, "unpack")
 local function pack(...) return { n = select("#", ...), ... } end
 
--- jit.profile runs one sampler per VM: one profiler at a time (per state).
-local active
 
 -- jit.profile's sampling interval for a frequency: whole milliseconds.
 function M.interval_ms(freq)
@@ -65,16 +66,33 @@ local function find_name(th, lv, fn)
   return false
 end
 
--- collector(jp, counter[, opts]) -> c with c:start(interval_ms), c:stop(),
+-- weigher(counter) -> a weigh function over a running count: what was
+-- counted since the call before.
+function M.weigher(counter)
+  local last = 0
+  return function()
+    local v = counter()
+    local w = v - last
+    last = v
+    return w
+  end
+end
+
+-- collector(jp, weigh[, opts]) -> c with c:start(interval_ms), c:stop(),
 -- c:read() giving what the hook engine's p:read() gives (frames, stacks,
--- samples, weight, unattributed). counter() returns the event's running
--- count. opts.main: the main thread (coroutine.running() is nil there on
--- LuaJIT), for the chain of resumers.
-function M.collector(jp, counter, opts)
+-- samples, weight, unattributed). weigh() returns the event's weight since
+-- it was called last (and the records lost meanwhile). opts.main: the
+-- main thread (coroutine.running() is nil there on LuaJIT), for the chain
+-- of resumers.
+function M.collector(jp, weigh, opts)
   opts = opts or {}
-  local c = { frames = {}, byframe = {}, stacks = {}, bystack = {}, samples = 0, weight = 0,
-              unattributed = 0, signals = 0, hooks = 0, lost = 0, truncated = 0,
-              chain = {}, names = setmetatable({}, { __mode = "k" }) }
+  local c = { chain = {}, names = setmetatable({}, { __mode = "k" }) }
+  -- c.reset(): no samples yet (start, and after each take)
+  function c.reset()
+    c.frames, c.byframe, c.stacks, c.bystack = {}, {}, {}, {}
+    c.samples, c.weight, c.unattributed, c.signals, c.hooks, c.lost, c.truncated = 0, 0, 0, 0, 0, 0, 0
+  end
+  c.reset()
   local function frame_id(name, source, line, linedefined, what)
     local k = table.concat({ name or "", source, line, linedefined, what }, "\0")
     local id = c.byframe[k]
@@ -119,11 +137,11 @@ function M.collector(jp, counter, opts)
     end
   end
   local function on_sample(thread, samples, vmstate)
-    local v = counter()
-    local w = v - c.last
-    c.last = v
+    if c.paused then return end          -- the event is disabled meanwhile: nothing counted
+    local w, lost = weigh()
+    c.lost = c.lost + (lost or 0)
     c.signals = c.signals + samples
-    if w <= 0 and not opts.by_ticks then return end
+    if w <= 0 then return end
     local ids = {}
     local state = STATES[vmstate]
     if state then ids[1] = frame_id(state, "", -1, -1, "C") end
@@ -148,12 +166,12 @@ function M.collector(jp, counter, opts)
     local k = table.concat(ids, ",")
     local st = c.bystack[k]
     if not st then
-      st = { weight = 0, samples = 0, ticks = 0 }
+      st = { weight = 0, samples = 0 }
       for i, id in ipairs(ids) do st[i] = id end
       c.stacks[#c.stacks + 1] = st
       c.bystack[k] = st
     end
-    st.weight, st.samples, st.ticks = st.weight + w, st.samples + 1, st.ticks + samples
+    st.weight, st.samples = st.weight + w, st.samples + 1
     c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
   end
 
@@ -192,34 +210,26 @@ function M.collector(jp, counter, opts)
   end
 
   function c.start(_, interval)
-    c.last = counter()
-    c.unattributed = c.last        -- counted before the sampler started
-    -- "f": function granularity. Without it the check for a pending
-    -- sample sits where traces inline their callees, and samples pile up
-    -- on the wrong function (1:3 measured as 5:95 here)
-    jp.start("fi" .. interval, on_sample)
+    c.unattributed = weigh()       -- counted before the sampler started
+    -- "l": line granularity: compiled traces check for a pending sample
+    -- at each new line, not only at function entries ("f"), where the
+    -- samples of a loop's end land on the next function called (1:3
+    -- measured 27:73, and a coroutine's 6/7 as 80%; with "l": 25:75, 85%)
+    jp.start("li" .. interval, on_sample)
   end
   function c.stop()
+    local left = weigh()
     jp.stop()
     c.chain = {}
-    local left = counter() - c.last
     if left > 0 then c.unattributed = c.unattributed + left end
   end
-  -- opts.by_ticks: the event's count shared out by timer ticks (see M.new)
-  local function by_ticks()
-    local n, acc, given = c.signals, 0, 0
-    if n == 0 then return end
-    for _, st in ipairs(c.stacks) do
-      acc = acc + st.ticks
-      local upto = math.floor(acc * c.weight / n + 0.5)   -- cumulative: the sum stays exact
-      st.weight = upto - given
-      given = upto
-    end
-  end
+  -- c.pause(), c.resume(): samples dropped in between (the caller stops
+  -- the event's count meanwhile)
+  function c.pause() c.paused = true end
+  function c.resume() weigh() c.paused = false end
   function c.read()
-    if opts.by_ticks and not c.shared then by_ticks() c.shared = true end
     return { frames = c.frames, stacks = c.stacks, samples = c.samples, weight = c.weight,
-             unattributed = c.unattributed, signals = c.signals, hooks = c.hooks, lost = 0,
+             unattributed = c.unattributed, signals = c.signals, hooks = c.hooks, lost = c.lost,
              truncated = c.truncated, mode = "jit.profile" }
   end
   return c
@@ -244,53 +254,96 @@ function M.new(o)
   end
   local perfev = require "perfev"
   local a, name = require("perfev.spec").attr(o.event, "perfev.profile")
-  a.disabled = true                 -- counting: the weight between two samples
+  a.disabled = true
+  a.sample_type = "period"
+  if o.period then
+    a.freq = false
+    a.sample_period = o.period
+  else
+    a.freq = true
+    a.sample_freq = o.freq
+  end
+  a.wakeup_events = 1               -- a wakeup, so a signal, at every sample
   local ev, msg, errno = perfev.open(a, { name = name })
   if not ev then return nil, msg, errno end
-  -- the clocks' period is nanoseconds; other events sample at 1 kHz
+  local ring
+  ring, msg, errno = ev:mmap(o.pages or 8)
+  if not ring then ev:close() return nil, msg, errno end
   local clock = a.type == 1 and (a.config == 0 or a.config == 1)
-  local interval = o.freq and M.interval_ms(o.freq)
-                   or (clock and math.max(1, math.floor(o.period / 1e6 + 0.5))) or 1
-  -- The clocks: the time counted is shared out by jit.profile's ticks,
-  -- not given to the sample that ends each interval. A sample waits for
-  -- the next function boundary of the code running (where a compiled
-  -- trace checks for it), so its interval ends late, and later in long
-  -- functions: weighing by interval gave a 1:3 workload 12:88.
-  local e = setmetatable({ ev = ev, event_name = name, unit = clock and "nanoseconds" or "events",
-                           by_ticks = clock,
-                           freq = o.freq, period = o.period, interval = interval, jp = jp,
-                           attr_type = a.type, attr_config = a.config }, Engine)
-  return e
+  return setmetatable({ ev = ev, ring = ring, event_name = name, jp = jp,
+                        unit = clock and "nanoseconds" or "events", freq = o.freq, period = o.period,
+                        attr_type = a.type, attr_config = a.config }, Engine)
 end
 
+-- The samples' periods the ring holds (consumed), and the records lost.
+local function drain(ring)
+  local w, lost = 0, 0
+  for rec in ring:records() do
+    if rec.type == "sample" then w = w + tonumber(rec.period)
+    elseif rec.type == "lost" then lost = lost + tonumber(rec.lost) end
+  end
+  return w, lost
+end
+
+-- jit.profile's own timer, made too slow to fire: the event is the clock
+local NO_TIMER_MS = 3600000
+
 function Engine:start()
-  local ev = self.ev
-  self.c = M.collector(self.jp, function() return tonumber((ev:read())) or 0 end,
-                       { main = require("perfev.core").profiler_thread(), by_ticks = self.by_ticks })
-  active = self
+  local core = require "perfev.core"
+  local ring = self.ring
+  self.c = M.collector(self.jp, function() return drain(ring) end, { main = core.profiler_thread() })
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
   local resume, wrap = self.c.wrappers(co.resume, co.wrap)
   rawset(co, "resume", resume)
   rawset(co, "wrap", wrap)
   self.mine = { resume = resume, wrap = wrap }
-  ev:enable()
-  self.c:start(self.interval)
+  -- jit.profile's SIGPROF handler first, then the event's overflows sent
+  -- as SIGPROF to this thread: each one asks jit.profile for a sample
+  self.c:start(NO_TIMER_MS)
+  local ok, msg = core.profiler_route(self.ev, M.SIGPROF)
+  if not ok then
+    self:stop()
+    error("perfev.profile: routing the event's signal: " .. tostring(msg), 0)
+  end
+  self.ev:enable()
+  self.running = true
 end
 
 function Engine:stop()
-  if active ~= self then return end
-  self.ev:disable()         -- first: what it counted is all shared out or unattributed
+  if not self.running then return end
+  self.running = false
+  -- the event stops before jit.profile gives SIGPROF back to its old
+  -- handler (the default ends the process): a signal sent before the
+  -- ioctl is taken on its way back, by jit.profile's handler
+  self.ev:disable()
+  require("perfev.core").profiler_route(self.ev, 0)
   self.c:stop()
   local co = coroutine
   for _, k in ipairs { "resume", "wrap" } do
     if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
   end
-  active = nil
 end
 
 -- the signal jit.profile's timer uses while running (for the specs)
 function Engine.signal() return M.SIGPROF end
+
+function Engine:pause()
+  self.c.pause()
+  self.ev:disable()
+end
+
+function Engine:resume()
+  self.ev:enable()
+  self.c.resume()
+end
+
+-- the samples so far, and a new start for the next ones
+function Engine:take()
+  local r = self:read()
+  self.c.reset()
+  return r
+end
 
 function Engine:read()
   if not self.c then
@@ -302,6 +355,7 @@ end
 
 function Engine:close()
   self:stop()
+  self.ring:close()
   self.ev:close()
 end
 

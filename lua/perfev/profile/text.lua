@@ -49,7 +49,7 @@ function M.encode(p)
   for _, r in ipairs(rows) do
     local h = hottest(r.lines)
     local lua = r.func.what == "Lua" or r.func.what == "main"
-    local hot = h and lua and r.self > 0 and ("  [%s]"):format(where(r.func, h)) or ""
+    local hot = h and h >= 0 and lua and r.self > 0 and ("  [%s]"):format(where(r.func, h)) or ""
     out[#out + 1] = ("   %s   %s  %s%s"):format(pct(r.total, p.weight), pct(r.self, p.weight),
                                                  r.label, hot)
   end
