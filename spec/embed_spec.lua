@@ -57,6 +57,33 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
           :format(f.runtime, f.frames, f.read_ns, f.raw_read_ns, f.ratio, f.fds_before, f.fds_during, f.fds_after))
   end)
 
+  it("profiles the frames' Lua from C (perfev.profile resumed and paused around game.frame)", function()
+    local dir = shell.tmpdir()
+    local out, status = run(LPATH .. " build/embed/host examples/embed/game.lua " .. FRAMES .. " " .. dir .. "/frames.folded")
+    local folded = shell.read_file(dir .. "/frames.folded") or ""
+    shell.rmdir(dir)
+    assert.are.equal(0, status, out)
+    local f = fields(out)
+    assert.is_true(f.profile_samples > 0, out)
+    -- the frame's scripting: think and animate cost 3:1 by construction
+    local think, animate, all = 0, 0, 0
+    for line in folded:gmatch("[^\n]+") do
+      local stack, w = line:match("^(.*) (%d+)$")
+      w = tonumber(w)
+      all = all + w
+      if stack:match("game%.lua:%d+%);think %(examples/embed/game%.lua:%d+%)") then think = think + w end
+      if stack:match("game%.lua:%d+%);animate %(examples/embed/game%.lua:%d+%)") then animate = animate + w end
+    end
+    local share = think / (think + animate)
+    print(("\nembed profile (%s): %d samples, think:animate %.1f%%:%.1f%%, %.1f%% of the weight in them")
+          :format(f.runtime, f.profile_samples, 100 * share, 100 * (1 - share), 100 * (think + animate) / all))
+    assert.is_true(math.abs(share - 0.75) <= 0.05, ("think: %.3f"):format(share))
+    -- paused outside game.frame: the host's C work (update_world: its page
+    -- faults and loops) is not in it, most of the weight is the frames' Lua
+    assert.is_true((think + animate) / all >= 0.6, ("%.3f"):format((think + animate) / all))
+    assert.are.equal(f.fds_before, f.fds_after, out)
+  end)
+
   it("exports Lua's API from the host (-Wl,-E) so that shared C modules load beside the static core", function()
     local cjson_dir = C.luajit and "5.1" or _VERSION:match("%d+%.%d+")
     if not shell.exists("/usr/lib/x86_64-linux-gnu/lua/" .. cjson_dir .. "/cjson.so") then

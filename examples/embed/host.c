@@ -2,12 +2,17 @@
  * perfev's C core statically (build/libperfev.a, `make static`).
  *
  *   make embed && LUA_PATH='lua/?.lua;lua/?/init.lua;;' build/embed/host examples/embed/game.lua 600
+ *   ... build/embed/host examples/embed/game.lua 600 frames.svg   # and a profile of the frames
  *
  * Every frame the C side "updates the world" (maps fresh memory and
  * computes over it: page faults and CPU time), then game.lua reads the
  * frame's counters with one g:read(t) into a table it reuses. At the end
  * the host times that read against a raw read(2) of the same group leader
  * and checks that closing the group and the state closed every fd.
+ * With a third argument, the host profiles the frames' Lua by function
+ * (perfev.profile, made and driven from C: resumed before each call of
+ * game.frame, paused after it, so that the host's own C work between is
+ * left out) and writes the profile there (.svg, .folded, ...).
  * doc/embedding.md explains the linking and what pid = 0 counts. */
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE
@@ -111,6 +116,37 @@ static void call_game(lua_State *L, const char *name, int nresults)
   }
 }
 
+/* The profiler: perfev.profile's object, made by Lua code the host runs,
+ * kept in the registry (ref). */
+static const char PROFILER[] =
+  "return assert(require('perfev').profile { event = 'cpu-clock', period = 100000,"
+  " name = 'examples/embed: the frames of game.lua' })";
+
+static int new_profiler(lua_State *L)
+{
+  if (luaL_dostring(L, PROFILER) != LUA_OK) {
+    fprintf(stderr, "host: perfev.profile: %s\n", lua_tostring(L, -1));
+    exit(1);
+  }
+  return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* p:<method>(arg): start, resume, pause, stop, write(path); exits on error.
+ * Leaves the first result on the stack. */
+static void profiler_call(lua_State *L, int ref, const char *method, const char *arg)
+{
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  lua_getfield(L, -1, method);
+  lua_insert(L, -2);
+  if (arg)
+    lua_pushstring(L, arg);
+  if (lua_pcall(L, arg ? 2 : 1, 2, 0) != LUA_OK || lua_isnil(L, -2)) {
+    fprintf(stderr, "host: profiler:%s: %s\n", method, lua_tostring(L, -1));
+    exit(1);
+  }
+  lua_pop(L, 1);
+}
+
 static lua_Number total(lua_State *L, const char *key)
 {
   lua_Number v;
@@ -124,6 +160,8 @@ int main(int argc, char **argv)
 {
   const char *script = argc > 1 ? argv[1] : "examples/embed/game.lua";
   unsigned frames = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 600;
+  const char *profile = argc > 3 ? argv[3] : NULL;
+  int prof = LUA_NOREF;
   unsigned long world = 0;
   int fds_before, fds_during, fds_after, fd;
   double t0, lua_ns, raw_ns;
@@ -147,10 +185,40 @@ int main(int argc, char **argv)
   lua_settop(L, 1);
   fds_during = count_fds();
 
+  if (profile) {
+    prof = new_profiler(L);
+    profiler_call(L, prof, "start", NULL);
+    profiler_call(L, prof, "pause", NULL);
+    lua_settop(L, 1);
+  }
+
   /* the game loop */
   for (unsigned f = 0; f < frames; f++) {
     world += update_world(f);
+    if (profile)
+      profiler_call(L, prof, "resume", NULL);
     call_game(L, "frame", 0);
+    if (profile) {
+      profiler_call(L, prof, "pause", NULL);
+      lua_settop(L, 1);
+    }
+  }
+
+  if (profile) {
+    profiler_call(L, prof, "stop", NULL);
+    profiler_call(L, prof, "write", profile);
+    lua_settop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, prof);
+    lua_getfield(L, -1, "profile");
+    lua_insert(L, -2);
+    lua_call(L, 1, 1);
+    printf("profile=%s\nprofile_samples=%.0f\n", profile, total(L, "samples"));
+    lua_settop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, prof);   /* p:close(): its event's fd, before the fd count */
+    lua_getfield(L, -1, "close");
+    lua_insert(L, -2);
+    lua_call(L, 1, 0);
+    luaL_unref(L, LUA_REGISTRYINDEX, prof);
   }
 
   /* one g:read(t) through Lua against one read(2) of the same leader */
