@@ -15,7 +15,7 @@ local B = require "bench.support"
 local ROUNDS = tonumber(arg and arg[1]) or 5
 local N = tonumber(os.getenv("PERFEV_BENCH_N")) or 8000000
 local LUA = os.getenv("LUA") or "lua5.4"
-local ENV = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' "
+local ENV = "LUA_PATH='lua/?.lua;lua/?/init.lua;./?/init.lua;;' LUA_CPATH='build/?.so;;' "
 
 -- ---- the workload, in the child: `bench/profile.lua --workload [perfev HZ]` ----
 local function workload()

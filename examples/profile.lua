@@ -1,5 +1,6 @@
 -- examples/profile.lua: where a small Lua program spends its time, by Lua
--- function, with perfev.profile on cpu-clock; then where it page-faults.
+-- function, with perfev.profile on cpu-clock; then where it page-faults,
+-- with the native (C and kernel) frames under the Lua ones (native = true).
 --   LUA_CPATH='build/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' lua5.4 examples/profile.lua [out.svg]
 -- Prints the text report and writes an SVG flame graph (open it in a
 -- browser: click to zoom, Ctrl-F to search), folded stacks beside it.
@@ -56,9 +57,19 @@ assert(p:write((svg:gsub("%.svg$", "") .. ".folded")))
 print(("\nflame graph: %s (and .folded beside it)"):format(svg))
 p:close()
 
--- page faults, by Lua function: who touches new memory
-local q = assert(perfev.profile { event = "page-faults", period = 1 })
+-- page faults, by Lua function: who touches new memory; native = true
+-- joins each fault's callchain (the C function that touched the page, as
+-- libc's or the interpreter's symbols name it) under the Lua frames
+local q = assert(perfev.profile { event = "page-faults", period = 1, native = true })
 q:run(program)
 print()
 io.write((q:report():gsub("\n# Self by source line.*", "\n")))
+print("\nthe heaviest mixed stacks (Lua frames, then native ones):")
+local folded = q:format("folded")
+local n = 0
+for line in folded:gmatch("[^\n]+") do
+  n = n + 1
+  if n > 5 then break end
+  print("  " .. line)
+end
 q:close()
