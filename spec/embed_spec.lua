@@ -59,7 +59,8 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
 
   it("profiles the frames' Lua from C (perfev.profile resumed and paused around game.frame)", function()
     local dir = shell.tmpdir()
-    local out, status = run(LPATH .. " build/embed/host examples/embed/game.lua " .. FRAMES .. " " .. dir .. "/frames.folded")
+    local out, status = run(("%s build/embed/host examples/embed/game.lua %d %s/frames.folded")
+                            :format(LPATH, FRAMES, dir))
     local folded = shell.read_file(dir .. "/frames.folded") or ""
     shell.rmdir(dir)
     assert.are.equal(0, status, out)

@@ -2,6 +2,7 @@
 -- functions whose CPU costs are 1:3 by construction (the same loop, a
 -- quarter and three quarters of the iterations), to profile with
 -- perfev.resty's profile_* (doc/openresty.md).
+-- luacheck: globals ngx
 local M = {}
 
 local function spin(n)

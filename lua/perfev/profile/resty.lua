@@ -22,6 +22,7 @@
 -- the profile too, as in perfev.resty's counts); when the last one is
 -- logged, it folds its profile into the dict. Functions return true, or
 -- nil and a message: nothing raises on a request path.
+-- luacheck: globals ngx
 local perfev = require "perfev"
 local folded = require "perfev.profile.folded"
 local output = require "perfev.profile.output"
