@@ -610,6 +610,18 @@ static int l_reset(lua_State *L)
   return 1;
 }
 
+/* p:discard() -> p: the samples the ring holds, not recorded yet, are
+ * counted as unattributed (p:pause(): taken before it, their stack is
+ * gone; the next hook would give them to whatever runs after resume). */
+static int l_discard(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  uint64_t n;
+  p->unattributed += drain(p, &n);
+  lua_settop(L, 1);
+  return 1;
+}
+
 static int l_running(lua_State *L)
 {
   lua_pushboolean(L, check_profiler(L)->running);
@@ -791,7 +803,8 @@ int perfev_profiler_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
-    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "running", l_running },
+    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "discard", l_discard },
+    { "running", l_running },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };
   perfev_class_register(L, PROFILER_MT, meta, methods);

@@ -92,8 +92,12 @@ function Engine:stop()
   if not ok then error(err, 0) end
 end
 
--- pause/resume: the event disabled in between (no overflow, no signal)
-function Engine:pause() self.ev:disable() end
+-- pause/resume: the event disabled in between (no overflow, no signal);
+-- the samples left in the ring at pause are unattributed
+function Engine:pause()
+  self.ev:disable()
+  self.p:discard()
+end
 function Engine:resume() self.ev:enable() end
 
 -- the samples so far, and a new start for the next ones

@@ -226,7 +226,10 @@ function M.collector(jp, weigh, opts)
   -- c.pause(), c.resume(): samples dropped in between (the caller stops
   -- the event's count meanwhile)
   function c.pause() c.paused = true end
-  function c.resume() weigh() c.paused = false end
+  function c.resume()      -- what was left at pause: unattributed
+    c.unattributed = c.unattributed + weigh()
+    c.paused = false
+  end
   function c.read()
     return { frames = c.frames, stacks = c.stacks, samples = c.samples, weight = c.weight,
              unattributed = c.unattributed, signals = c.signals, hooks = c.hooks, lost = c.lost,
