@@ -178,8 +178,10 @@ static size_t position(const struct perfev_group *g, size_t guess, uint64_t id)
 }
 
 /* Upvalues of the read method: the metatable, then the result keys (an
- * upvalue key spares the string interning of lua_setfield per read). */
-enum { UP_MT = 1, UP_RAW, UP_LOST, UP_ENABLED, UP_RUNNING };
+ * upvalue key spares the string interning of lua_setfield per read). The
+ * bound read (reader:bind) has the same first five, then its own. */
+enum { UP_MT = 1, UP_RAW, UP_LOST, UP_ENABLED, UP_RUNNING, UP_KEYS = UP_RUNNING,
+       UP_READER, UP_OWNER, UP_FALLBACK, UP_BOUND = UP_FALLBACK };
 
 /* t[key] = {} unless it already is a table other than t; leaves it on the stack. */
 static void subtable(lua_State *L, int t, int key)
@@ -204,14 +206,13 @@ static void set_key(lua_State *L, int t, int key, uint64_t v)
 
 /* Counts at t[pos], raw values at t.raw[pos], lost at t.lost[pos]. When
  * nothing was scaled the counts are the raw values, and t.raw is t itself:
- * the refill stays one table write per member. */
+ * the refill stays one table write per member (a push and a rawseti at
+ * the member's position, which the kernel's order almost always gives). */
 static void fill(lua_State *L, const struct perfev_group *g, const struct perfev_reading *r, int t)
 {
   const uint64_t *p = r->words + 1 + (size_t)r->has_enabled + (size_t)r->has_running;
-  int counted = !r->has_running || r->running != 0;
-  int scaled = perfev_scales(r->enabled, r->running);
   int raw = 0, lost = 0;
-  if (scaled) {
+  if (perfev_scales(r->enabled, r->running)) {
     subtable(L, t, UP_RAW);
     raw = lua_gettop(L);
   } else {
@@ -226,10 +227,12 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
   for (uint64_t k = 0; k < r->nr; k++) {
     uint64_t value = *p++, id = r->has_id ? *p++ : 0;
     lua_Integer pos = (lua_Integer)position(g, (size_t)k, id) + 1;
-    if (counted)
+    if (r->has_running && r->running == 0)
+      lua_pushboolean(L, 0);
+    else if (raw)
       lua_pushinteger(L, (lua_Integer)perfev_scale(value, r->enabled, r->running));
     else
-      lua_pushboolean(L, 0);
+      lua_pushinteger(L, (lua_Integer)value);
     lua_rawseti(L, t, pos);
     if (raw) {
       lua_pushinteger(L, (lua_Integer)value);
@@ -244,10 +247,11 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
   set_key(L, t, UP_RUNNING, r->running);
 }
 
-/* reader:read([into]) -> into, refilled */
-static int l_group_read(lua_State *L)
+/* One read(2) of g's leader into the table at index 2 (a new one when the
+ * slot is none or nil); the reader userdata is at index rd. Returns the
+ * table, or nil, message, errno. */
+static int read_into(lua_State *L, struct perfev_group *g, int rd)
 {
-  struct perfev_group *g = (struct perfev_group *)perfev_self(L, PERFEV_GROUP_MT);
   uint64_t buf[PERFEV_READ_WORDS];
   struct perfev_reading r;
   int err;
@@ -256,19 +260,65 @@ static int l_group_read(lua_State *L)
   err = perfev_read_fd(g->leader->fd, g->leader->read_format, buf, PERFEV_READ_WORDS, &r);
   if (err)
     return perfev_push_read_error(L, err);
-  if (lua_isnoneornil(L, 2)) {
+  if (lua_type(L, 2) != LUA_TTABLE) {
+    if (!lua_isnoneornil(L, 2))
+      luaL_checktype(L, 2, LUA_TTABLE);
     lua_settop(L, 1);
     lua_createtable(L, (int)g->n, 4);
   }
-  luaL_checktype(L, 2, LUA_TTABLE);
+  /* a caller's plain table gets the names; the metatable stays on the
+   * stack otherwise (fill works above it, the result is index 2) */
   if (!lua_getmetatable(L, 2)) {
-    perfev_getiuservalue(L, 1);
+    perfev_getiuservalue(L, rd);
     lua_getfield(L, -1, "results");
     lua_setmetatable(L, 2);
   }
-  lua_settop(L, 2);
   fill(L, g, &r, 2);
   lua_settop(L, 2);
+  return 1;
+}
+
+/* reader:read([into]) -> into, refilled */
+static int l_group_read(lua_State *L)
+{
+  return read_into(L, (struct perfev_group *)perfev_self(L, PERFEV_GROUP_MT), 1);
+}
+
+/* The bound read: owner:read([t]) with owner the Lua object bind was given,
+ * one C call from the caller's frame. Anything else (another self, t not a
+ * table, a closed leader) goes to the fallback, the Lua method, which
+ * checks and raises at the caller's line as every method does. */
+static int l_group_bound_read(lua_State *L)
+{
+  struct perfev_group *g = (struct perfev_group *)lua_touserdata(L, lua_upvalueindex(UP_READER));
+  int t = lua_type(L, 2);
+  if (lua_rawequal(L, 1, lua_upvalueindex(UP_OWNER)) && g->leader->fd >= 0 &&
+      (t == LUA_TTABLE || t == LUA_TNIL || t == LUA_TNONE)) {
+    lua_pushvalue(L, lua_upvalueindex(UP_READER));
+    lua_replace(L, 1);
+    return read_into(L, g, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(UP_FALLBACK));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* reader:bind(owner, fallback) -> function(owner, [t]): reader:read(t)
+ * as a method of owner (the Lua group stores it as its own `read`, so a
+ * refill makes no Lua call of its own); fallback(self, t, ...) answers
+ * every other call. */
+static int l_group_bind(lua_State *L)
+{
+  group_check(L, 1);
+  luaL_checkany(L, 2);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  for (int i = 1; i <= UP_KEYS; i++)
+    lua_pushvalue(L, lua_upvalueindex(i));
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_pushcclosure(L, l_group_bound_read, UP_BOUND);
   return 1;
 }
 
@@ -323,11 +373,13 @@ int perfev_group_open_lib(lua_State *L)
   /* read refills a caller's table: the result keys are its upvalues
    * (UP_RAW ...), after the metatable every method has as upvalue 1 */
   perfev_class_methods(L, PERFEV_GROUP_MT);
-  luaL_getmetatable(L, PERFEV_GROUP_MT);
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    lua_pushstring(L, keys[i]);
-  lua_pushcclosure(L, l_group_read, 5);
-  lua_setfield(L, -2, "read");
+  for (int m = 0; m < 2; m++) {
+    luaL_getmetatable(L, PERFEV_GROUP_MT);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+      lua_pushstring(L, keys[i]);
+    lua_pushcclosure(L, m ? l_group_bind : l_group_read, UP_KEYS);
+    lua_setfield(L, -2, m ? "bind" : "read");
+  }
   lua_pop(L, 1);
   lua_pushcfunction(L, l_group_reader);
   lua_setfield(L, -2, "group_reader");

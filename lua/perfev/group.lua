@@ -110,11 +110,16 @@ local function new(m, members, reader, split)
   for i, n in ipairs(m.names) do
     if byname[n] == nil then byname[n] = i end
   end
-  return setmetatable({ list = members, labels = m.names, byname = byname, kernel = m.kernel,
-                        tools = m.tools, reader = reader, split = split,
-                        -- the kernel members alone, grouped: C fills the results
-                        direct = reader ~= nil and #m.tools == 0,
-                        results = core.group_results(m.names), buf = {} }, Group)
+  local g = setmetatable({ list = members, labels = m.names, byname = byname, kernel = m.kernel,
+                           tools = m.tools, reader = reader, split = split,
+                           -- the kernel members alone, grouped: C fills the results
+                           direct = reader ~= nil and #m.tools == 0,
+                           results = core.group_results(m.names), buf = {} }, Group)
+  -- g:read(t) of such a group is one C call from the caller's line: its
+  -- own `read`, the reader bound to g, which hands any other call (a bad
+  -- self or t, a closed group) to Group.read below
+  if g.direct then g.read = reader:bind(g, Group.read) end
+  return g
 end
 
 -- perfev.group(specs | "{a,b}:u" string, opts) -> group | nil, message, errno
