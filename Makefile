@@ -194,7 +194,7 @@ SPEC_MAKE_ARGS = LUA='$(LUA)' LUA_PC='$(LUA_PC)' LUA_CFLAGS='$(LUA_CFLAGS)' EMBE
 # address arithmetic in record/sampler/encode, the hook profiler inside
 # compiled traces, ...): `make test LUA=luajit` leaves them out and names
 # them; `make test LUA=luajit LUAJIT_GAPS=` runs every file.
-LUAJIT_GAPS ?= cli clock core_ranges encode group parse_perf \
+LUAJIT_GAPS ?= cli clock core_ranges encode parse_perf \
                rate_warning record report sampler selfread tracepoint_perf
 TEST_GAPS = $(if $(filter luajit%,$(notdir $(LUA))),$(LUAJIT_GAPS))
 

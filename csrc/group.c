@@ -248,8 +248,8 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
 }
 
 /* One read(2) of g's leader into the table at index 2 (a new one when the
- * slot is none or nil); the reader userdata is at index rd. Returns the
- * table, or nil, message, errno. */
+ * slot is none or nil); the reader userdata is at index rd (an upvalue
+ * index for the bound read). Returns the table, or nil, message, errno. */
 static int read_into(lua_State *L, struct perfev_group *g, int rd)
 {
   uint64_t buf[PERFEV_READ_WORDS];
@@ -294,9 +294,7 @@ static int l_group_bound_read(lua_State *L)
   int t = lua_type(L, 2);
   if (lua_rawequal(L, 1, lua_upvalueindex(UP_OWNER)) && g->leader->fd >= 0 &&
       (t == LUA_TTABLE || t == LUA_TNIL || t == LUA_TNONE)) {
-    lua_pushvalue(L, lua_upvalueindex(UP_READER));
-    lua_replace(L, 1);
-    return read_into(L, g, 1);
+    return read_into(L, g, lua_upvalueindex(UP_READER));
   }
   lua_pushvalue(L, lua_upvalueindex(UP_FALLBACK));
   lua_insert(L, 1);
