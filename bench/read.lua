@@ -88,7 +88,7 @@ local function bytes_per_read(which, label)
 end
 
 print(("perfev read benchmark (%s): %d reads per round, median of %d rounds"):format(
-  jit and jit.version or _VERSION, N, ROUNDS))
+  require("perfev.compat").runtime, N, ROUNDS))
 local met = compare("ev", "ev:read() (task-clock)")
 met = compare("group", "g:read(t) (group of 8)") and met
 met = bytes_per_read("ev", "ev:read()") and met
