@@ -640,7 +640,7 @@ describe("perfev.encode", function()
         .. "--code-page-size --user-regs=ax,sp,ip" },
     }
     for _, run in ipairs(RUNS) do
-      it("perf record (" .. run[1] .. "): encode gives back the file's bytes", function()
+      it("perf record (" .. run[1] .. "): encode gives back the file's bytes #perf_heavy", function()
         local _, have_perf = u.sh("command -v perf >/dev/null 2>&1")
         if not have_perf or not u.is_root() then
           pending("needs the perf tool and root (perf record of a child process)")

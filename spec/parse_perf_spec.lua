@@ -345,7 +345,7 @@ local function by_config(a, b)
   return a.config < b.config
 end
 
-describe("perfev.parse against perf stat -vv", function()
+describe("perfev.parse against perf stat -vv #perf_heavy", function()
   if PERF == "" then
     pending("perf is not installed (package linux-perf): the comparison with perf stat -vv cannot run")
     return
@@ -542,7 +542,7 @@ local function record_diff(base, with, t)
   return bad
 end
 
-describe("perfev.parse's record-time terms against perf record -vv", function()
+describe("perfev.parse's record-time terms against perf record -vv #perf_heavy", function()
   if PERF == "" then
     pending("perf is not installed (package linux-perf): the comparison with perf record -vv cannot run")
     return

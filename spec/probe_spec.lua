@@ -214,7 +214,7 @@ describe("perfev.kprobe", function()
     fails("at position 8$", perfev.parse, "kprobe/func=nope_nope/", FIX)
   end)
 
-  it("checks names against this machine's /proc/kallsyms", function()
+  it("checks names against this machine's /proc/kallsyms #slow", function()
     if not u.exists(probe.KALLSYMS) then
       pending("no " .. probe.KALLSYMS)
       return

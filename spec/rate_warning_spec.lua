@@ -28,7 +28,7 @@ describe("sampling rates above perf_event_max_sample_rate", function()
     return
   end
 
-  it("a frequency above the limit opens at the limit, with perf record's warning", function()
+  it("a frequency above the limit opens at the limit, with perf record's warning #perf_heavy", function()
     local ev
     local got = capture(function()
       ev = assert(perfev.open { type = "software", config = "cpu-clock", freq = true, sample_freq = 2 * MAX })

@@ -77,7 +77,7 @@ describe("perfev.record", function()
                 { k.type, k.addr, k.pgoff, k.filename, k.pid })
   end)
 
-  describe("with perf", function()
+  describe("with perf #perf_heavy", function()
     if not P.have_perf() then
       pending("the perf tool is not installed (Debian: linux-perf)")
       return

@@ -94,7 +94,7 @@ local function perfev_report(path, opts)
   return rep:format(), rep
 end
 
-describe("perfev.report against perf report --stdio", function()
+describe("perfev.report against perf report --stdio #perf_heavy", function()
   if not P.have_perf() then
     pending("the perf tool is not installed (Debian: linux-perf)")
     return
