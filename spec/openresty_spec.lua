@@ -43,8 +43,10 @@ local function perf_fds(pid)
   return n
 end
 
+-- the master's children, from /proc (ps hangs at start under check-asan's
+-- LD_PRELOAD of libasan, which every child inherits)
 local function workers(master)
-  local out = shell.sh("ps -o pid= --ppid " .. master)
+  local out = shell.sh(("cat /proc/%d/task/%d/children"):format(master, master))
   local t = {}
   for pid in out:gmatch("%d+") do t[#t + 1] = tonumber(pid) end
   table.sort(t)
