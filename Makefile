@@ -275,9 +275,10 @@ check-asan: deps-check $(ASAN_CORE) spec-helpers
 #                      while the C they reach runs under valgrind in the other
 #                      specs (parse, decode, perfdata*, ring, encode ...)
 #   #valgrind_differs  what valgrind changes: it runs one thread at a time
-#                      (per-thread counts are not native ones) and a
-#                      translated copy of the code (sampled user ips land
-#                      in its code cache, outside every file mapping)
+#                      (per-thread counts are not native ones), a translated
+#                      copy of the code (sampled user ips land in its code
+#                      cache, outside every file mapping) and its own memory
+#                      manager (the process's page faults are its own)
 VALGRIND_BUDGET ?= 20
 # a test or describe line whose name carries tag $(1); how it is printed
 tagged_re = (it|describe)[(].*\#$(1)([^a-z_]|$$)
@@ -287,8 +288,8 @@ VALGRIND_WHY_slow = 100k-iteration loops, large files (/proc/kallsyms too), Chro
 VALGRIND_WHY_perf_heavy = the perf tool (stat/record -vv, record, script, report) over hundreds of \
   inputs or recordings, or sampling at the rate limit: minutes each under valgrind (the C they reach runs \
   under valgrind in the other specs, and in check-asan)
-VALGRIND_WHY_valgrind_differs = valgrind runs one thread at a time and a translated copy of the code: \
-  per-thread counts and sampled user ips are not native ones
+VALGRIND_WHY_valgrind_differs = valgrind runs one thread at a time, a translated copy of the code and \
+  its own memory manager: per-thread counts, sampled user ips and page faults are not native ones
 check-valgrind: deps-check all spec-helpers $(if $(filter check,$(MAKECMDGOALS)),check-asan)
 	@$(foreach t,$(VALGRIND_SKIP),echo "check-valgrind: leaves out #$(t): $(VALGRIND_WHY_$(t)):"; \
 	  grep -n -E '$(call tagged_re,$(t))' spec/*_spec.lua | sed -E '$(tagged_name) s/ *#$(t).*//';)

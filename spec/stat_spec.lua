@@ -63,7 +63,7 @@ describe("perfev.stat", function()
     -- Allocations above glibc's largest mmap threshold (32 MiB) get fresh
     -- pages from mmap each time: a fixed number of page faults, whatever
     -- the heap holds from earlier specs.
-    it("counts the page faults of a fixed allocation", function()
+    it("counts the page faults of a fixed allocation #valgrind_differs", function()
       local n = 40 * 256   -- 40 MiB
       local res = assert(perfev.stat { function(len) local s = ("x"):rep(len) return #s end, n * PAGE,
                                        events = "page-faults,task-clock" })
