@@ -120,6 +120,7 @@ build = {
       ["perfev.profile.text"] = "lua/perfev/profile/text.lua",
       ["perfev.record"] = "lua/perfev/record.lua",
       ["perfev.report"] = "lua/perfev/report.lua",
+      ["perfev.report.callchain"] = "lua/perfev/report/callchain.lua",
       ["perfev.report.keys"] = "lua/perfev/report/keys.lua",
       ["perfev.report.stdio"] = "lua/perfev/report/stdio.lua",
       ["perfev.resty"] = "lua/perfev/resty.lua",

@@ -110,7 +110,7 @@ describe("perfev.symbols", function()
     S:add_map(4242, 0x7f0000000000, 0x7f0000100000, 0, "//anon", 5)
     local e = S:resolve(4242, 0x7f000000101f, "user")
     assert.equal("lua:f@x.lua:10", e.name)
-    assert.equal("perf-4242.map", e.dso.short)
+    assert.equal("[JIT] tid 4242", e.dso.short)
     e = S:resolve(4242, 0x7f0000002000, "user")             -- mapped, not in the map file
     assert.is_nil(e.name)
     assert.equal("0x00007f0000002000", symbols.format(e))  -- anon maps are not offset
@@ -131,7 +131,7 @@ describe("perfev.symbols", function()
     S:fork { pid = 2, ppid = 1, tid = 2, ptid = 1 }
     assert.equal("lib.so", S:resolve(2, 0x2800, "user").dso.short)
     -- the child's copy of the anonymous map keeps its dso, as perf's maps__clone
-    assert.equal("perf-1.map", S:resolve(2, 0x1800, "user").dso.short)
+    assert.equal("[JIT] tid 1", S:resolve(2, 0x1800, "user").dso.short)
   end)
 
   it("reads kallsyms as perf: T/W/D/B symbols, the last name at an address, ends, modules", function()

@@ -13,6 +13,7 @@
 local pd = require "perfev.perfdata"
 local symbols = require "perfev.symbols"
 local keys = require "perfev.report.keys"
+local callchain = require "perfev.report.callchain"
 
 local M = {}
 
@@ -28,7 +29,7 @@ local TRACEPOINT = 2             -- PERF_TYPE_TRACEPOINT
 -- The level letter perf prints for a cpumode.
 local LEVEL = { kernel = "k", user = ".", hypervisor = "H", guest_kernel = "g", guest_user = "u" }
 
-local OPTIONS = { sort = true, fields = true, show_nr_samples = true, show_total_period = true,
+local OPTIONS = { sort = true, fields = true, callchain = true, show_nr_samples = true, show_total_period = true,
                   children = true, kallsyms = true, debug_dir = true,
                   perfmap_dir = true, percent_limit = true, progress = true, max_stack = true }
 
@@ -79,66 +80,169 @@ local function ctx_of(self, h, s)
   return descend(h.ctx, self.ctxkeys, #self.ctxkeys, s)
 end
 
--- Adds the callchain of a sample to the children of every row it passes
--- through, once per row (perf's iter_add_next_cumulative_entry). With
--- children, perf walks the chain from the outermost caller in (its
--- callchain order is "caller" then), and a row created on the way takes
--- the level of the last frame that had a map, starting from the sample's
--- (fill_callchain_info leaves it alone for an address outside any map).
--- The decoder gives the frames without PERF_CONTEXT_* markers and the
--- markers as segments (rec.callchain_contexts); frames before any marker
--- are user frames, as perf starts.
+-- The frames of a sample's callchain, outermost first, as perf's cursor
+-- holds them: self.F[1..n] the entries and, with children, self.R[1..n]
+-- the rows (created on the way). With children, perf walks the chain
+-- from the outermost caller in (its callchain order is "caller" then),
+-- and a row created on the way takes the level of the last frame that
+-- had a map, starting from the sample's (fill_callchain_info leaves it
+-- alone for an address outside any map). The decoder gives the frames
+-- without PERF_CONTEXT_* markers and the markers as segments
+-- (rec.callchain_contexts); frames before any marker are user frames, as
+-- perf starts.
 local MODE_LEVEL = { kernel = "k", user = "." }
 
--- Frames last..first of one context (mode), outermost first.
-local function walk(self, h, s, ctx, chain, first, last, mode, level, period, stamp)
+-- Frames last..first of one context (mode), outermost first: their
+-- entries in self.F, the level of those that have a map in self.L.
+local function walk(self, s, chain, first, last, mode, nf)
   local S = self.S
   local unknown = S.unknown
   local cache = S:cache(s.pid, mode)
   local mlevel = MODE_LEVEL[mode]
+  local F, L = self.F, self.L
   for i = last, first, -1 do
     local ip = chain[i]
     local e = cache and cache[ip]
     if not e then
       if mlevel then e = S:resolve(s.pid, ip, mode, true) else e = S:unknown_entry(ip) end
     end
-    if mlevel and e.dso ~= unknown then level = mlevel end
+    nf = nf + 1
+    F[nf] = e
+    L[nf] = mlevel and e.dso ~= unknown and mlevel or false
+  end
+  return nf
+end
+
+-- The rows of the frames (self.R), created on the way in the callchain
+-- order, each new one with the level of the last frame before it that
+-- had a map (from the sample's own level).
+local function frame_rows(self, h, s, ctx, nf)
+  local F, L, R = self.F, self.L, self.R
+  local sample_e, level = s.e, s.level
+  local from, to, step = 1, nf, 1
+  if self.callee then from, to, step = nf, 1, -1 end
+  for i = from, to, step do
+    local e = F[i]
+    if L[i] then level = L[i] end
     local row = ctx[e]
     if not row then
       s.e, s.level = e, level
       row = row_of(h, self.sortkeys, s)
       ctx[e] = row
     end
+    R[i] = row
+  end
+  s.e, s.level = sample_e, level
+end
+
+-- -> the number of frames put in self.F (and, with children, their rows
+-- in self.R). perf takes max_stack frames in its callchain order: from the
+-- outermost (caller) or from the sample's (callee).
+local function frames(self, h, s, ctx, chain, contexts)
+  local n = #chain
+  local low, high = 1, n
+  if self.callee then
+    if high > self.max_stack then high = self.max_stack end
+  else
+    low = n - self.max_stack + 1
+    if low < 1 then low = 1 end
+  end
+  local nseg = contexts and #contexts or 0
+  for i = 1, nseg do
+    if type(contexts[i].context) ~= "string" then return 0 end   -- a corrupt marker: perf drops the chain
+  end
+  local nf = 0
+  for i = nseg, 1, -1 do
+    local c = contexts[i]
+    local first = c.first > low and c.first or low
+    local last = c.last < high and c.last or high
+    if first <= last then nf = walk(self, s, chain, first, last, c.context, nf) end
+  end
+  local before = nseg > 0 and contexts[1].first - 1 or n
+  if before > high then before = high end
+  if before >= low then nf = walk(self, s, chain, low, before, "user", nf) end
+  if self.children then
+    local level = s.level
+    frame_rows(self, h, s, ctx, nf)
+    s.level = level
+  end
+  return nf
+end
+
+-- Adds the sample's period to the children of every row its chain passes
+-- through, once per row (perf's iter_add_next_cumulative_entry).
+local function cumulate(self, nf, period, stamp)
+  local R = self.R
+  for i = 1, nf do
+    local row = R[i]
     if row.stamp ~= stamp then
       row.stamp = stamp
       row.children_period = row.children_period + period
     end
   end
-  return level
 end
 
-local function cumulate(self, h, s, ctx, chain, contexts, period, stamp)
-  -- perf walks from the outermost frame and stops after max_stack frames:
-  -- a deeper chain loses the frames nearest the sample
-  local n = #chain
-  local low = n - self.max_stack + 1
-  if low < 1 then low = 1 end
-  local nseg = contexts and #contexts or 0
-  for i = 1, nseg do
-    if type(contexts[i].context) ~= "string" then return end   -- a corrupt marker: perf drops the chain
+-- Counts the sample's chain among the distinct chains of its row: the call
+-- graphs are built from those once, at the end (finish_graphs).
+local PATH = "$"
+local function add_path(self, h, row, nf, period)
+  local F = self.F
+  local node = h.paths[row]
+  if not node then
+    node = {}
+    h.paths[row] = node
   end
-  local sample_e = s.e
-  local level = s.level
-  for i = nseg, 1, -1 do
-    local c = contexts[i]
-    local first = c.first > low and c.first or low
-    if first <= c.last then
-      level = walk(self, h, s, ctx, chain, first, c.last, c.context, level, period, stamp)
+  for i = 1, nf do
+    local e = F[i]
+    local nxt = node[e]
+    if not nxt then
+      nxt = {}
+      node[e] = nxt
+    end
+    node = nxt
+  end
+  local p = node[PATH]
+  if not p then
+    local f, r = {}, {}
+    for i = 1, nf do f[i] = F[i] end
+    if self.children then for i = 1, nf do r[i] = self.R[i] end end
+    p = { row = row, F = f, R = r, n = nf, period = 0, samples = 0 }
+    node[PATH] = p
+    h.pathlist[#h.pathlist + 1] = p
+  end
+  p.period = p.period + period
+  p.samples = p.samples + 1
+end
+
+-- perf's callchain_append of each sample: the whole chain to the sample's
+-- row, and with children the chain from each other row's first frame on
+-- to that row (in the callchain order: caller, or callee).
+local function finish_graphs(self, h)
+  for _, p in ipairs(h.pathlist) do
+    local F, R, n = p.F, p.R, p.n
+    if n > 0 then
+      local from, to, step = 1, n, 1
+      if self.callee then from, to, step = n, 1, -1 end
+      local row = p.row
+      row.tree = row.tree or callchain.new()
+      callchain.insert(row.tree, F, from, to, step, p.period, p.samples)
+      if n > (row.max_depth or 0) then row.max_depth = n end
+      if self.children then
+        local seen = { [row] = true }
+        for k = from, to, step do
+          local r = R[k]
+          if not seen[r] then
+            seen[r] = true
+            r.tree = r.tree or callchain.new()
+            callchain.insert(r.tree, F, k, to, step, p.period, p.samples)
+            local depth = (to - k) * step + 1
+            if depth > (r.max_depth or 0) then r.max_depth = depth end
+          end
+        end
+      end
     end
   end
-  local before = nseg > 0 and contexts[1].first - 1 or n
-  if before >= low then walk(self, h, s, ctx, chain, low, before, "user", level, period, stamp) end
-  s.e = sample_e
+  h.paths, h.pathlist = nil, nil
 end
 
 local function progress_bar(opts, size)
@@ -181,6 +285,12 @@ local function aggregate(self, f, opts)
   local children = opts.children
   if children == nil then children = any_chain end
   self.children = children and any_chain
+  local g = self.graph_params
+  self.graph = any_chain and g.mode ~= "none" and g or nil
+  if g.order then self.callee = g.order == "callee" else self.callee = not self.children end
+  self.walk_chains = self.children or self.graph ~= nil
+  self.F, self.R, self.L = {}, {}, {}
+  for _, h in ipairs(hists) do h.paths, h.pathlist = {}, {} end
   local comms = { [0] = "swapper" }
   local lost = 0
   local s = {}
@@ -214,8 +324,12 @@ local function aggregate(self, f, opts)
       if self.children then
         row.children_period = row.children_period + period
         row.stamp = h.samples
-        local chain = rec.callchain
-        if chain then cumulate(self, h, s, ctx, chain, rec.callchain_contexts, period, h.samples) end
+      end
+      local chain = self.walk_chains and rec.callchain
+      if chain then
+        local nf = frames(self, h, s, ctx, chain, rec.callchain_contexts)
+        if self.children then cumulate(self, nf, period, h.samples) end
+        if self.graph and h.callchain then add_path(self, h, row, nf, period) end
       end
       if bar then
         count = count + 1
@@ -233,6 +347,10 @@ local function aggregate(self, f, opts)
     end
   end
   if bar then bar(size, true) end
+  if self.graph then
+    for _, h in ipairs(hists) do finish_graphs(self, h) end
+  end
+  self.F, self.R, self.L = nil, nil, nil
   self.lost = lost
   for _, h in ipairs(hists) do
     for _, r in ipairs(h.rows) do r.thread_comm = comms[r.tid] or r.comm end
@@ -250,6 +368,34 @@ end
 local VALUE_ORDER = { overhead = by_value("period"), period = by_value("period"),
                       sample = by_value("samples"), overhead_children = by_value("children_period") }
 
+-- A stable merge sort of list by less(a, b).
+local function merge_sort(list, less)
+  local n = #list
+  local src, dst = list, {}
+  local width = 1
+  while width < n do
+    local i = 1
+    while i <= n do
+      local mid = math.min(i + width, n + 1)
+      local hi = math.min(i + 2 * width, n + 1)
+      local a, b, k = i, mid, i
+      while a < mid and b < hi do
+        if less(src[b], src[a]) then dst[k] = src[b]; b = b + 1
+        else dst[k] = src[a]; a = a + 1 end
+        k = k + 1
+      end
+      while a < mid do dst[k] = src[a]; a = a + 1; k = k + 1 end
+      while b < hi do dst[k] = src[b]; b = b + 1; k = k + 1 end
+      i = i + 2 * width
+    end
+    src, dst = dst, src
+    width = width * 2
+  end
+  if src ~= list then
+    for i = 1, n do list[i] = src[i] end
+  end
+end
+
 -- Orders the rows of a histogram as perf prints them: children, then
 -- self overhead (larger first), then each sort key's order; with -F and
 -- no --sort, the fields' order (perf sorts by its output fields then).
@@ -258,12 +404,26 @@ local function sort_rows(self, rows)
   if self.fields and not self.explicit_sort then
     for _, n in ipairs(self.fields) do order[#order + 1] = VALUE_ORDER[n] or keys[n] end
   else
-    if self.children then order[1] = VALUE_ORDER.overhead_children end
+    if self.children then
+      order[1] = VALUE_ORDER.overhead_children
+      -- perf's __hpp__sort_acc: with call graphs, a caller above its callee
+      -- (the deeper tree first, in the caller order) when the children
+      -- overheads tie and the rows are of one thread
+      if self.graph then
+        local sign = self.callee and 1 or -1
+        order[2] = { cmp = function(a, b)
+          if a.tid ~= b.tid then return 0 end
+          return sign * ((a.max_depth or 0) - (b.max_depth or 0))
+        end }
+      end
+    end
     order[#order + 1] = VALUE_ORDER.overhead
     for _, k in ipairs(self.sortkeys) do order[#order + 1] = k end
   end
   for _, k in ipairs { "symbol", "address", "comm", "dso", "pid", "cpu" } do order[#order + 1] = keys[k] end
-  table.sort(rows, function(a, b)
+  -- a merge sort: perf's depth rule orders only rows of one thread, so
+  -- the order may not be transitive, which table.sort does not allow
+  merge_sort(rows, function(a, b)
     for i = 1, #order do
       local c = order[i].cmp(a, b)
       if c ~= 0 then return c < 0 end
@@ -315,6 +475,11 @@ function M.open(src, opts)
     fields, why = keys.parse_fields(opts.fields)
     if not fields then return nil, "perfev.report: " .. why end
   end
+  local graph_params
+  graph_params, why = callchain.parse(opts.callchain)
+  if not graph_params then return nil, "perfev.report: " .. why end
+  -- perf's --percent-limit is also the call graphs' threshold
+  if opts.percent_limit and not graph_params.threshold_set then graph_params.min_percent = opts.percent_limit end
   local sort = opts.sort
   if not sort and fields then
     -- perf: without --sort, the fields that are sort keys are the keys
@@ -333,7 +498,10 @@ function M.open(src, opts)
                               explicit_sort = opts.sort ~= nil,
                               show_nr_samples = opts.show_nr_samples, show_total_period = opts.show_total_period,
                               percent_limit = opts.percent_limit or 0,
-                              max_stack = opts.max_stack or MAX_STACK }, Report)
+                              max_stack = opts.max_stack or MAX_STACK, graph_params = graph_params }, Report)
+  -- perf does not repeat the row's symbol atop its graph with --sort sym...
+  local raw_sort = type(opts.sort) == "table" and table.concat(opts.sort, ",") or opts.sort
+  self.skip_first = not fields and type(raw_sort) == "string" and raw_sort:sub(1, 3) == "sym"
   self.sortkeys, self.ctxkeys = {}, {}
   for i, n in ipairs(names) do
     self.sortkeys[i] = keys[n]

@@ -234,24 +234,33 @@ Sym.__index = Sym
 -- perfmap_dir ("/tmp").
 function M.new(opts)
   opts = opts or {}
-  local ids = {}
+  local ids, ranks = {}, {}
   for k, v in pairs(opts.build_ids or {}) do
     if type(k) == "string" then ids[k] = v
-    elseif type(v) == "table" and v.filename then ids[v.filename] = v.build_id end
+    elseif type(v) == "table" and v.filename then
+      ids[v.filename] = v.build_id
+      if type(k) == "number" then ranks[v.filename] = k end
+    end
   end
   local home = os.getenv("HOME") or "/root"
   local self = setmetatable({
-    build_ids = ids, kallsyms_path = opts.kallsyms, debug_dir = opts.debug_dir or (home .. "/.debug"),
+    build_ids = ids, ranks = ranks, kallsyms_path = opts.kallsyms, debug_dir = opts.debug_dir or (home .. "/.debug"),
     perfmap_dir = opts.perfmap_dir or "/tmp", dsos = {}, procs = {}, kernel_dso = nil, kcache = {},
   }, Sym)
-  self.unknown = { name = "[unknown]", short = "[unknown]", kind = "none", entries = {}, raw = {} }
+  self.unknown = { name = "[unknown]", short = "[unknown]", kind = "none", entries = {}, raw = {}, rank = 0,
+                   nomap = true }
   return self
 end
 
 function Sym:dso(name, kind, short)
   local d = self.dsos[name]
   if not d then
-    d = { name = name, short = short or basename(name), kind = kind, entries = {}, raw = {} }
+    -- rank: perf orders callchain siblings of different dsos by its dso
+    -- pointers, which follow their creation: those of the file's build-id
+    -- list first (perf reads it first), in its order, then as they came
+    self.ndsos = (self.ndsos or 0) + 1
+    d = { name = name, short = short or basename(name), kind = kind, entries = {}, raw = {},
+          rank = self.ranks[name] or (kind == "kernel" and 0.5) or 1e6 + self.ndsos }
     self.dsos[name] = d
   end
   return d
@@ -368,7 +377,7 @@ function Sym:add_map(pid, start, stop, pgoff, name, prot)
   local d
   if (anon or nodso) and prot % 8 >= PROT_EXEC then
     local path = ("%s/perf-%d.map"):format(self.perfmap_dir, pid)
-    d = self:dso(path, "perfmap", ("perf-%d.map"):format(pid))
+    d = self:dso(path, "perfmap", ("[JIT] tid %d"):format(pid))   -- perf's dso__set_basename
   elseif anon or nodso then
     d = self:dso(name, "none")
   elseif name:sub(1, 1) == "[" then   -- [vdso], [vsyscall], ...: from perf's cache by build id
@@ -565,6 +574,19 @@ end
 function Sym:unknown_entry(ip)
   local space, v = split(ip)
   return entry(self.unknown, nil, nil, space, v)
+end
+
+-- callchain_name(e) -> a callchain frame as perf prints it: the name, or
+-- the address in C's %#x (0x and no leading zeros; 0 for zero).
+function M.callchain_name(e)
+  if e.name then return e.name end
+  local s = e.chain_text
+  if not s then
+    if e.addr == 0 and e.space ~= "k" then s = "0"
+    else s = M.hex(e.space, e.addr):gsub("^0x0+(%x)", "0x%1") end
+    e.chain_text = s
+  end
+  return s
 end
 
 -- format(e) -> the symbol as perf prints it: the name, or 0x and 16 digits.

@@ -3,7 +3,8 @@
 -- its argparse command, then M.run with the parsed arguments.
 --
 --   perfev report [-i FILE] [-s KEYS] [-F FIELDS] [-n] [--show-total-period] [--stdio]
---                 [--children | --no-children] [--percent-limit P] [--kallsyms FILE] [--max-stack N]
+--                 [--children | --no-children] [-g CALLCHAIN] [-G] [--percent-limit P] [--kallsyms FILE]
+--                 [--max-stack N]
 local M = {}
 
 M.summary = "Read a perf.data file and show the profile, as perf report --stdio"
@@ -17,6 +18,10 @@ function M.configure(cmd)
   cmd:flag("-n --show-nr-samples", "Show a column with the number of samples.")
   cmd:flag("--show-total-period", "Show a column with the sum of periods.")
   cmd:flag("--stdio", "Use the stdio interface (the only one; accepted as perf's).")
+  cmd:option("-g --call-graph", "Call graphs drawn under each row, perf's -g: "
+             .. "print_type,threshold[,print_limit],order,sort_key,value (graph,0.5,caller,function,percent "
+             .. "with children, callee without); print_type: graph, fractal, flat, folded, none.")
+  cmd:flag("-G --inverted", "Caller-based call graphs (perf's --inverted: -g caller).")
   cmd:flag("--children", "Accumulate callchains of children (default when the samples have callchains).")
   cmd:flag("--no-children", "Do not accumulate callchains: one overhead column.")
   cmd:option("--percent-limit", "Do not show entries under that percent.")
@@ -58,6 +63,7 @@ function M.run(args)
     sort = args.sort, fields = args.fields, show_nr_samples = args.show_nr_samples or nil,
     show_total_period = args.show_total_period or nil, children = children, percent_limit = args.percent_limit,
     kallsyms = args.kallsyms, max_stack = args.max_stack,
+    callchain = args.inverted and ((args.call_graph and args.call_graph .. "," or "") .. "caller") or args.call_graph,
   })
   if not ok then return fail(rep) end
   if not rep then return fail(msg) end

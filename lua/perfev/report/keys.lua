@@ -67,7 +67,13 @@ M.dso = {
     -- an unresolved symbol widens the dso column to 16 (hists__set_unres_dso_col_len)
     return math.max(#row.e.dso.short, row.e.name and 0 or UNRESOLVED)
   end,
-  cmp = function(a, b) return strcmp(a.e.dso.short, b.e.dso.short) end,
+  -- perf's _sort__dso_cmp: an address outside any map (no dso) after every dso
+  cmp = function(a, b)
+    local da, db = a.e.dso, b.e.dso
+    local na, nb = da.nomap or false, db.nomap or false
+    if na ~= nb then return na and 1 or -1 end
+    return strcmp(da.short, db.short)
+  end,
 }
 
 -- Unresolved addresses in perf's order: as signed 64-bit numbers (the

@@ -4,6 +4,7 @@
 -- perf's random "Tip" at the end is left out; callchains are not drawn
 -- (perf's `-g none`).
 local keys = require "perfev.report.keys"
+local callchain = require "perfev.report.callchain"
 
 local M = {}
 
@@ -86,11 +87,17 @@ local function section(out, rep, ev, limit, opts)
   out[#out + 1] = "# " .. table.concat(hdr, "  ") .. "\n"
   out[#out + 1] = "# " .. table.concat(dots, "  ") .. "\n#\n"
   local line = {}
+  local graph = rep.graph
+  local gopts = { total = h.period, event_callchain_total = h.period, skip_first = rep.skip_first }
   for _, r in ipairs(h.rows) do
     local p = percent(rep.children and r.children_period or r.period, h.period)
     if p >= limit then
       for i, c in ipairs(cols) do line[i] = c.text(r) end
       out[#out + 1] = "  " .. table.concat(line, "  ") .. "\n"
+      if graph and r.tree then
+        gopts.row_total = rep.children and r.children_period or r.period
+        callchain.format(out, r.tree, graph, gopts)
+      end
     end
   end
   out[#out + 1] = "\n\n"

@@ -1,0 +1,293 @@
+-- The call graphs perf report 6.1 draws under each row (its -g option,
+-- tools/perf/util/callchain.c and ui/stdio/hist.c): the parameters, the
+-- tree of one row's callchains, and its text.
+--
+-- A row's tree is a trie of entries (perfev.symbols entries: a symbol of
+-- a dso, or an unresolved address), one node per frame. perf keeps a
+-- path-compressed tree whose nodes end where a chain ends or branches; the
+-- trie gives the same nodes when it is cut at the same places (compress).
+local symbols = require "perfev.symbols"
+
+local M = {}
+
+local MODES = { graph = true, fractal = true, flat = true, folded = true, none = true }
+local ORDERS = { caller = true, callee = true }
+local VALUES = { percent = true, period = true, count = true }
+
+-- parse(spec) -> params | nil, message. spec: perf's -g string
+-- ("graph,0.5,caller,function,percent", "none", "callee", "folded,1"), a
+-- table of the same fields ({ mode =, min_percent =, order =, value =,
+-- print_limit = }), or nil (perf's default). params.order is nil unless
+-- given: perf's default is caller with children, callee without.
+function M.parse(spec)
+  local p = { mode = "graph", min_percent = 0.5, value = "percent", print_limit = 0 }
+  if spec == nil or spec == true then return p end
+  if spec == false then p.mode = "none"; return p end
+  if type(spec) == "table" then
+    for k, v in pairs(spec) do p[k] = v end
+    p.threshold_set = spec.min_percent ~= nil
+  else
+    local nums = 0
+    for tok in tostring(spec):gmatch("[^,]+") do
+      local n = tonumber(tok)
+      local default = tok == "function" or tok == "nobranch"   -- perf's defaults: nothing to set
+      if MODES[tok] then p.mode = tok
+      elseif ORDERS[tok] then p.order = tok
+      elseif VALUES[tok] then p.value = tok
+      elseif default then p.key = tok == "function" and "function" or p.key
+      elseif n and nums == 0 then p.min_percent, nums, p.threshold_set = n, 1, true
+      elseif n and nums == 1 then p.print_limit, nums = n, 2
+      elseif tok == "address" or tok == "srcline" or tok == "branch" then
+        return nil, ("-g: '%s' is not supported by perfev report (it needs source lines or branch stacks)"):format(tok)
+      else
+        return nil, ("-g: unknown option '%s' (perf's: graph, fractal, flat, folded, none, caller, callee, "
+                     .. "function, percent, period, count, a threshold and a print limit)"):format(tok)
+      end
+    end
+  end
+  if not MODES[p.mode] then return nil, ("-g: unknown mode '%s'"):format(tostring(p.mode)) end
+  if p.order ~= nil and not ORDERS[p.order] then return nil, ("-g: unknown order '%s'"):format(tostring(p.order)) end
+  if not VALUES[p.value] then return nil, ("-g: unknown value '%s'"):format(tostring(p.value)) end
+  if type(p.min_percent) ~= "number" or type(p.print_limit) ~= "number" then
+    return nil, "-g: the threshold and the print limit are numbers"
+  end
+  return p
+end
+
+-- A trie node: kids by entry (and in the order they came), the period and
+-- samples of chains that end here (hit, count) and of all that pass
+-- (total, tcount).
+local function node(e)
+  return { e = e, kids = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0 }
+end
+M.new = function() return node(nil) end
+
+-- insert(tree, chain, from, to, step, period, samples): the entries
+-- chain[from], chain[from + step], ... chain[to] as one callchain.
+function M.insert(tree, chain, from, to, step, period, samples)
+  local nd = tree
+  nd.total, nd.tcount = nd.total + period, nd.tcount + samples
+  for i = from, to, step do
+    local e = chain[i]
+    local kid = nd.kids[e]
+    if not kid then
+      kid = node(e)
+      nd.kids[e] = kid
+      nd.n = nd.n + 1
+      nd[nd.n] = kid
+    end
+    nd = kid
+    nd.total, nd.tcount = nd.total + period, nd.tcount + samples
+  end
+  nd.hit, nd.count = nd.hit + period, nd.count + samples
+end
+
+-- perf's node: a run of trie nodes that neither end a chain nor branch.
+-- Returns the entries of the run and its last trie node.
+local function compress(t)
+  local vals = { t.e }
+  while t.hit == 0 and t.n == 1 do
+    t = t[1]
+    vals[#vals + 1] = t.e
+  end
+  return vals, t
+end
+
+-- The order perf inserts siblings in: its match_chain order, descending
+-- (the dso, then the symbol's start or the address); ties of value keep it.
+local function before(a, b)
+  local da, db = a.e.dso, b.e.dso
+  if da ~= db then
+    local ra, rb = da.rank or 0, db.rank or 0
+    if ra ~= rb then return ra > rb end
+  end
+  local x = a.e.start or a.e.addr or 0
+  local y = b.e.start or b.e.addr or 0
+  if type(x) ~= "number" then x = tonumber(x) or 0 end
+  if type(y) ~= "number" then y = tonumber(y) or 0 end
+  if a.e.space ~= b.e.space then return (a.e.space or "") > (b.e.space or "") end
+  return x > y
+end
+
+-- The kids of t kept (value >= min) in perf's order: larger first, equal
+-- ones in insertion order.
+local function sorted(t, value, min)
+  local list = {}
+  for i = 1, t.n do list[i] = t[i] end
+  table.sort(list, before)
+  local out = {}
+  for i, k in ipairs(list) do
+    if value(k) >= min then out[#out + 1] = { k = k, v = value(k), i = i } end
+  end
+  table.sort(out, function(a, b)
+    if a.v ~= b.v then return a.v > b.v end
+    return a.i < b.i
+  end)
+  for i, x in ipairs(out) do out[i] = x.k end
+  return out
+end
+
+local function name(e) return e.label or symbols.callchain_name(e) end
+
+local function value_text(p, period, count, total)
+  if p.value == "period" then return ("%.0f"):format(period) end
+  if p.value == "count" then return ("%.0f"):format(count) end
+  return ("%.2f%%"):format(total ~= 0 and period * 100 / total or 0)
+end
+
+local function margin(m) return (" "):rep(12 + m) end
+
+local function graph_line(out, depth, mask, m)
+  local s = { margin(m) }
+  for i = 0, depth - 1 do s[#s + 1] = mask[i] and "|          " or "           " end
+  out[#out + 1] = table.concat(s) .. "\n"
+end
+
+local function graph_entry(out, p, t, e, depth, mask, first, total, m)
+  local s = { margin(m) }
+  for i = 0, depth - 1 do
+    s[#s + 1] = mask[i] and "|" or " "
+    if first and i == depth - 1 then
+      s[#s + 1] = "--" .. value_text(p, t.total, t.tcount, total) .. "--"
+    else
+      s[#s + 1] = "          "
+    end
+  end
+  s[#s + 1] = name(e)
+  out[#out + 1] = table.concat(s) .. "\n"
+end
+
+local function copy(mask)
+  local c = {}
+  for k, v in pairs(mask) do c[k] = v end
+  return c
+end
+
+-- perf's __callchain__fprintf_graph over the kept kids of trie node t.
+local function graph(out, p, t, total, depth, mask, m)
+  local rel = p.mode == "fractal"
+  local kids = t.sorted
+  local remaining = total
+  local new_mask = copy(mask)
+  local printed = 0
+  for j, kid in ipairs(kids) do
+    local vals, last = compress(kid)
+    remaining = remaining - kid.total
+    if j == #kids and (not rel or remaining == 0) then new_mask[depth - 1] = nil end
+    graph_line(out, depth, mask, m)
+    for i, e in ipairs(vals) do graph_entry(out, p, kid, e, depth, new_mask, i == 1, total, m) end
+    local child_mask = copy(new_mask)
+    child_mask[depth] = true
+    graph(out, p, last, rel and (last.total - last.hit) or total, depth + 1, child_mask, m)
+    printed = printed + 1
+    if printed == p.print_limit then break end
+  end
+  -- (perf 6.1 mallocs its "[...]" symbol without clearing its `inlined`
+  -- flag: it prints "[...] (inlined)" when that garbage bit is set)
+  if rel and remaining ~= 0 and remaining ~= total then
+    new_mask[depth - 1] = nil
+    graph_entry(out, p, { total = remaining, tcount = 0 }, { label = "[...]" }, depth, new_mask, true, total, m)
+  end
+end
+
+-- Keeps, under every node, the kids perf keeps (t.sorted): graph mode
+-- keeps what reaches min_hit of the whole event, fractal what reaches the
+-- share of its parent's children.
+local function cumul(k) return k.total end
+local function prune(p, t, min_hit)
+  local min = min_hit
+  if p.mode == "fractal" then min = math.ceil((t.total - t.hit) * p.min_percent / 100) end
+  t.sorted = sorted(t, cumul, min)
+  -- the kids of perf's node are those of the run's last trie node
+  for _, kid in ipairs(t.sorted) do
+    local _, last = compress(kid)
+    prune(p, last, min_hit)
+  end
+end
+
+-- flat and folded: one chain per node where chains end, largest first.
+local function flat_list(p, t, min_hit, path, out)
+  for _, kid in ipairs(t.ordered) do
+    local vals, last = compress(kid)
+    local here = {}
+    for i = 1, #path do here[i] = path[i] end
+    for _, e in ipairs(vals) do here[#here + 1] = e end
+    flat_list(p, last, min_hit, here, out)
+    if last.hit > 0 and last.hit >= min_hit then out[#out + 1] = { node = last, path = here } end
+  end
+end
+
+local function order_kids(t)
+  local list = {}
+  for i = 1, t.n do list[i] = t[i] end
+  table.sort(list, before)
+  t.ordered = list
+  for i = 1, t.n do
+    local _, last = compress(t[i])
+    order_kids(last)
+  end
+end
+
+-- format(out, tree, p, opts): appends the lines perf prints under a row.
+-- opts: total (the event's period), row_total (the row's children period
+-- with children, else its period), event_callchain_total (the period of
+-- the event's samples: perf's threshold base), skip_first (perf's
+-- --sort sym...: the row's own symbol is not repeated).
+function M.format(out, tree, p, opts)
+  if p.mode == "none" or tree.n == 0 then return end
+  local total = opts.total
+  local min_hit = math.floor(opts.event_callchain_total * (p.min_percent / 100))
+  local n0 = #out
+  if p.mode == "flat" or p.mode == "folded" then
+    order_kids(tree)
+    local chains = {}
+    flat_list(p, tree, min_hit, {}, chains)
+    local keyed = {}
+    for i, c in ipairs(chains) do keyed[i] = { c = c, i = i } end
+    table.sort(keyed, function(a, b)
+      if a.c.node.hit ~= b.c.node.hit then return a.c.node.hit > b.c.node.hit end
+      return a.i < b.i
+    end)
+    for j, k in ipairs(keyed) do
+      local c = k.c
+      if p.mode == "flat" then
+        out[#out + 1] = "           " .. value_text(p, c.node.total, c.node.tcount, total) .. "\n"
+        for i = 1, #c.path do out[#out + 1] = "                " .. name(c.path[i]) .. "\n" end
+        out[#out + 1] = "\n"
+      else
+        local names = {}
+        for i = 1, #c.path do names[i] = name(c.path[i]) end
+        out[#out + 1] = value_text(p, c.node.hit, c.node.count, total) .. " " .. table.concat(names, ";") .. "\n"
+      end
+      if j == p.print_limit then break end
+    end
+    return
+  end
+  prune(p, tree, min_hit)
+  local m = 0
+  local start = tree
+  local kids = tree.sorted
+  if #kids == 1 and kids[1].total == opts.row_total then
+    local vals, last = compress(kids[1])
+    local printed, entries = false, 0
+    for i, e in ipairs(vals) do
+      if not (i == 1 and opts.skip_first) then
+        if not printed then
+          out[#out + 1] = margin(m) .. "|\n"
+          out[#out + 1] = margin(m) .. "---" .. name(e) .. "\n"
+          m = m + 3
+          printed = true
+        else
+          out[#out + 1] = margin(m) .. name(e) .. "\n"
+        end
+        entries = entries + 1
+        if entries == p.print_limit then break end
+      end
+    end
+    start = last
+  end
+  graph(out, p, start, p.mode == "fractal" and opts.row_total or total, 1, { [0] = true }, m)
+  if #out > n0 then out[#out + 1] = "\n" end
+end
+
+return M
