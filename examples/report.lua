@@ -12,17 +12,19 @@ local function work()
   return s
 end
 
-local rec, msg = perfev.record { output = path, fn = work, freq = 4000 }
+local rec, msg = perfev.record { output = path, fn = work, freq = 4000, callchain = true }
 if not rec then
   io.stderr:write("examples/report.lua: cannot record: ", msg, "\n")
   os.exit(1)
 end
 print(("recorded %d samples into %s"):format(rec.samples, path))
 
--- the text of perf report --stdio, without the call graphs (perf's -g none)
+-- the text of perf report --stdio --no-children -g callee --percent-limit 5:
+-- each row, and under it the call graph of who called it
 local report = require "perfev.report"
-local rep = assert(report.open(path, { sort = "comm,dso,sym" }))
-io.write(rep:format { percent_limit = 1 })
+local rep = assert(report.open(path, { sort = "comm,dso,sym", children = false, callchain = "callee",
+                                       percent_limit = 5 }))
+io.write(rep:format())
 
 -- the same rows as tables: the five heaviest functions by self overhead
 local events = assert(perfev.report(path))
