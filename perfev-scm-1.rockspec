@@ -127,6 +127,7 @@ build = {
       ["perfev.sampler"] = "lua/perfev/sampler.lua",
       ["perfev.spec"] = "lua/perfev/spec.lua",
       ["perfev.stat"] = "lua/perfev/stat.lua",
+      ["perfev.stat.aggr"] = "lua/perfev/stat/aggr.lua",
       ["perfev.stat.command"] = "lua/perfev/stat/command.lua",
       ["perfev.stat.counters"] = "lua/perfev/stat/counters.lua",
       ["perfev.stat.events"] = "lua/perfev/stat/events.lua",

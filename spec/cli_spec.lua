@@ -279,6 +279,75 @@ describe("perfev command", function()
       assert.matches("Performance counter stats for 'system wide':", err, 1, true)
     end)
 
+    -- -A, --per-socket/die/core/node and -C: the same lines (the aggregation
+    -- column, the event, unit and metric unit, in the same order) in each
+    -- format, and the counts of each CPU group plausible
+    it("aggregation modes and CPU lists as perf stat prints them (text, -x, -j)", function()
+      if not u.is_root() then pending("system-wide counting needs root here") return end
+      local EV = " -e task-clock,page-faults -- sleep 0.1"
+      for _, mode in ipairs { "-a -A", "-a --per-socket", "-a --per-die", "-a --per-core", "-a --per-node",
+                              "-C 0", "-C 0 -A", "-a -C 0-1 --per-core" } do
+        -- text: the label column and the event's columns, numbers aside
+        local theirs, mine = both("stat " .. mode .. EV)
+        local function shape(text)
+          local t = {}
+          for _, l in ipairs(lines(text)) do
+            -- numbers and the spaces around them (their widths vary), a rate's prefix
+            t[#t + 1] = (l:gsub("%s*[%d%.]+%s*", " N "):gsub("[KMG]?/sec", "/sec"):gsub("%s+", " ")
+                          :gsub("%s+$", ""))
+          end
+          return table.concat(t, "\n")
+        end
+        assert.equal(shape(theirs), shape(mine), mode)
+        -- CSV: the same fields in the same places, but the values
+        theirs, mine = both("stat -x, " .. mode .. EV)
+        local a, b = lines(theirs), lines(mine)
+        assert.equal(#a, #b, mode)
+        for i = 1, #a do
+          local fa, fb = fields(a[i], ","), fields(b[i], ",")
+          assert.equal(#fa, #fb, mode)
+          local first_value = #fa - 6
+          for col = 1, first_value - 1 do assert.equal(fa[col], fb[col], mode) end   -- CPU0, S0,2 ...
+          for _, col in ipairs { first_value + 1, first_value + 2 } do assert.equal(fa[col], fb[col], mode) end
+          assert.equal(fa[#fa]:gsub("^[KMG]", ""), (fb[#fb]:gsub("^[KMG]", "")))
+        end
+        -- JSON: the same keys in the same order, the aggregation keys' values equal
+        theirs, mine = both("stat -j " .. mode .. EV)
+        a, b = lines(theirs), lines(mine)
+        assert.equal(#a, #b, mode)
+        for i = 1, #a do
+          local ka, kb = {}, {}
+          for k in a[i]:gmatch('"([%w%-]+)" :') do ka[#ka + 1] = k end
+          for k in b[i]:gmatch('"([%w%-]+)" :') do kb[#kb + 1] = k end
+          assert.same(ka, kb)
+          for _, k in ipairs { "cpu", "socket", "die", "core", "node", "aggregate-number" } do
+            local pat = '"' .. k:gsub("%-", "%%-") .. '" : ("?[^,]*)'
+            assert.equal(a[i]:match(pat), b[i]:match(pat), mode .. " " .. k)
+          end
+        end
+      end
+      -- each CPU's task-clock covers the whole run: about 1 CPU utilized each
+      local _, err = run("stat -x, -a -A -e task-clock -- sleep 0.2")
+      for _, l in ipairs(lines(err)) do assert.near(1, tonumber(fields(l, ",")[7]), 0.3) end
+    end)
+
+    it("--per-thread on a process, as perf stat --per-thread -p", function()
+      local p = io.popen("exec lua5.4 -e 'local t = os.clock() while os.clock() - t < 3 do end' & echo $!", "r")
+      local pid = tonumber(p:read("l"))
+      finally(function() os.execute("kill " .. pid .. " 2>/dev/null") p:close() end)
+      for _, f in ipairs { "-x, ", "-j " } do
+        local theirs, mine = both(("stat --per-thread %s-p %d -e task-clock,page-faults -- sleep 0.2"):format(f, pid))
+        local a, b = lines(theirs), lines(mine)
+        assert.equal(#a, #b)
+        for i = 1, #a do
+          local name = ("lua5.4-%d"):format(pid)
+          assert.matches(name, a[i], 1, true)
+          assert.matches(name, b[i], 1, true)
+          assert.equal(#fields(a[i], ","), #fields(b[i], ","))
+        end
+      end
+    end)
+
     it("writes to a file with -o", function()
       local path = os.tmpname()
       local _, err, status = run("stat -x, -e page-faults -o " .. path .. " -- true")
@@ -324,7 +393,8 @@ describe("perfev command", function()
 
     it("an unknown option, a missing command, -x with -j: status 129", function()
       for _, args in ipairs { "stat --bogus -- true", "stat", "stat -x, -j -- true", "stat -a -p 1 -- true", "record",
-                              "bogus", "stat -r zero -- true" } do
+                              "bogus", "stat -r zero -- true", "stat -A -- true", "stat --per-core -- true",
+                              "stat -C x -- true", "stat -A --per-core -a -- true" } do
         local _, err, status = run(args)
         assert.equal(129, status, args)
         one_line(err)

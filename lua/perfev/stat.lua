@@ -16,6 +16,7 @@ local counters = require "perfev.stat.counters"
 local command = require "perfev.stat.command"
 local metrics = require "perfev.stat.metrics"
 local format = require "perfev.stat.format"
+local aggr = require "perfev.stat.aggr"
 
 local M = {}
 
@@ -25,6 +26,7 @@ local OPTIONS = {
   run = "function", args = "table", command = "string|table", pid = "number", duration = "number",
   events = "string|table", ["repeat"] = "number", interval = "number", on_interval = "function",
   label = "string", inherit = "boolean", system_wide = "boolean",
+  cpus = "string|table", aggr = "string", metrics = "string",
 }
 
 local function fail(level, fmt, ...)
@@ -58,6 +60,29 @@ local function check(opts)
   elseif opts.args then
     o.nargs = opts.args.n or #opts.args
   end
+  if o.cpus then
+    -- perf's -C: counting on these CPUs only, system-wide
+    local list, why = aggr.cpulist(o.cpus)
+    if not list then fail(3, "option 'cpus': %s", why) end
+    if o.pid or o.run then fail(3, "option 'cpus' cannot be used with 'pid' or a function") end
+    -- perf's header names the list, unless -a was given too ('system wide')
+    if not o.system_wide then o.cpus_label = type(o.cpus) == "string" and o.cpus or table.concat(list, ",") end
+    o.cpu_list, o.system_wide = list, true
+  end
+  if o.aggr then
+    if not aggr.MODES[o.aggr] then
+      fail(3, "option 'aggr' must be one of global, none, socket, die, core, node, thread; got '%s'", o.aggr)
+    end
+    if o.aggr == "global" then o.aggr = nil end
+  end
+  if o.aggr == "thread" and not o.pid then
+    fail(3, "option 'aggr' = 'thread' (perf's --per-thread) is for 'pid' (every thread of it)")
+  elseif o.aggr and o.aggr ~= "thread" and not o.system_wide then
+    -- perf stat 6.1's words for -A and --per-* without -a
+    fail(3, "option 'aggr' = '%s' needs 'system_wide' or 'cpus' (perf: both cgroup and no-aggregation "
+         .. "modes only available in system-wide mode)", o.aggr)
+  end
+  if o.aggr and o.interval then fail(3, "option 'aggr' cannot be used with 'interval' (not yet in perfev)") end
   if o.system_wide and (o.pid or o.run) then fail(3, "option 'system_wide' cannot be used with 'pid' or a function") end
   local n = (o.run and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
   if (o.pid or o.system_wide) and o.command then n = 1 end   -- a command bounds the measurement
@@ -266,12 +291,21 @@ end
 -- ends, the command given with it ends, or Ctrl-C.
 local function run_pid(o, res)
   local targets
+  local tinfo = {}
   if o.system_wide then
     targets = {}
-    for i, cpu in ipairs(command.online_cpus() or {}) do targets[i] = { pid = -1, cpu = cpu } end
+    for i, cpu in ipairs(o.cpu_list or command.online_cpus() or {}) do
+      targets[i] = { pid = -1, cpu = cpu }
+      tinfo[i] = { cpu = cpu }
+    end
   else
     targets = command.threads(o.pid)
     if not targets then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
+    for i, tid in ipairs(targets) do
+      local f = io.open(("/proc/%d/task/%d/comm"):format(o.pid, tid), "r")
+      tinfo[i] = { tid = tid, comm = f and f:read("l") or "" }
+      if f then f:close() end
+    end
   end
   local set, msg, errno, e = counters.open(o.entries, targets,
                                             { inherit = o.inherit ~= false and not o.system_wide })
@@ -344,13 +378,27 @@ local function run_pid(o, res)
   command.unwatch(res.sleeper)
   res.sleeper = nil
   local data = readings(o, set, tools(t1, t0))
+  local groups
+  if o.aggr then
+    groups = aggr.groups(o.aggr, tinfo)
+    local tl = tools(t1, t0)
+    for _, g in ipairs(groups) do
+      g.data = set:read(g.members)
+      for i, entry in ipairs(o.entries) do
+        if entry.tool then
+          local v = tl[entry.tool] or 0
+          g.data[i] = { count = v, enabled = v, running = v }
+        end
+      end
+    end
+  end
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
   local last = res.intervals[#res.intervals]
   if o.interval and not res.interrupted and (t1 - t0) - (last and last.time or 0) >= 1e6 then
     new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6)
   end
-  return { set = set, data = data, wall = t1 - t0 }
+  return { set = set, data = data, wall = t1 - t0, groups = groups }
 end
 
 -- ---- perfev.stat ----
@@ -358,6 +406,7 @@ end
 local function label_of(o)
   if o.label then return o.label end
   if o.pid then return tostring(o.pid) end
+  if o.cpus_label then return "CPU(s) " .. o.cpus_label end
   if o.system_wide and not o.command then return "system wide" end
   if o.command then
     if type(o.command) == "table" then
@@ -374,10 +423,11 @@ end
 -- stat(opts) -> result | nil, message, status. See doc/stat.md.
 function M.stat(opts)
   local o = check(opts)
-  local res = { target = o.system_wide and "system" or o.pid and "pid" or (o.command and "command" or "function"),
-                pid = o.pid,
+  local res = { target = o.cpus_label and "cpus" or o.system_wide and "system" or o.pid and "pid"
+                         or (o.command and "command" or "function"),
+                pid = o.pid, aggr = o.aggr, metrics = o.metrics,
                 label = label_of(o), runs = o["repeat"], intervals = {}, interval = o.interval }
-  local runs, walls, last_set = {}, {}, nil
+  local runs, walls, last_set, group_runs, groups = {}, {}, nil, {}, nil
   local user, sys = 0, 0
   for r = 1, o["repeat"] do
     local one, msg, status, errno
@@ -391,6 +441,13 @@ function M.stat(opts)
     if last_set then last_set:close() end
     last_set = one.set
     runs[r], walls[r] = one.data, one.wall
+    if one.groups then
+      groups = one.groups
+      for gi, g in ipairs(one.groups) do
+        group_runs[gi] = group_runs[gi] or {}
+        group_runs[gi][r] = g.data
+      end
+    end
     user, sys = one.user, one.sys
     if r < o["repeat"] and res.status and res.status ~= 0 and o.command then
       -- perf stat -r goes on after a failing run; so does perfev
@@ -410,6 +467,16 @@ function M.stat(opts)
     res.user, res.sys = user / 1e9, sys / 1e9
   end
   res.counters = build(o, last_set, runs, wmean)
+  if groups then
+    -- the counts of each group (a CPU, a core, a socket ... or a thread),
+    -- each with its own metrics (perf's per-aggregate shadow stats)
+    res.groups = {}
+    for gi, g in ipairs(groups) do
+      res.groups[gi] = { id = g.id, nr = g.nr, cpu = g.cpu, socket = g.socket, die = g.die, core = g.core,
+                         node = g.node, tid = g.tid, comm = g.comm,
+                         counters = build(o, last_set, group_runs[gi], wmean) }
+    end
+  end
   last_set:close()
   return res
 end

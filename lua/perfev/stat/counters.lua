@@ -66,14 +66,18 @@ function S:disable()
   end
 end
 
--- read() -> { [i] = { count, enabled, running } } summed over the tasks
--- (count: scaled when multiplexed, false when no task's event ever ran)
-function S:read()
+-- read([members]) -> { [i] = { count, enabled, running } } summed over the
+-- tasks, or over the targets whose indexes members lists (count: scaled
+-- when multiplexed, false when no task's event ever ran)
+function S:read(members)
   local out = {}
   for i, item in ipairs(self.items) do
     local count, ena, run = false, 0, 0
-    for _, ev in ipairs(item.evs) do
-      local v, e, r = ev:read()
+    local n = members and #members or #item.evs
+    for j = 1, n do
+      local ev = item.evs[members and members[j] or j]
+      local v, e, r
+      if ev then v, e, r = ev:read() end
       -- tonumber: plain numbers on every Lua (LuaJIT may give cdata)
       if v then count = (count or 0) + tonumber(v) end
       ena, run = ena + (tonumber(e) or 0), run + (tonumber(r) or 0)

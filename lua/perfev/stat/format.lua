@@ -4,6 +4,7 @@
 -- formats, so that what parses perf stat's output parses perfev's.
 -- JSON strings go through lua-cjson (escaped where perf would not).
 local cjson = require "cjson"
+local aggr = require "perfev.stat.aggr"
 
 local M = {}
 
@@ -205,12 +206,45 @@ local function footer(res)
   return table.concat(out)
 end
 
+-- The lines of an aggregated result (perf stat -A, --per-*): perf prints
+-- each counter over the CPUs with -A, each socket/die/core/node's
+-- counters in turn, and with --per-thread each counter over the threads,
+-- the largest count first.
+local function aggregated(res, cfg, out)
+  local mode, groups = res.aggr, res.groups
+  local function line(g, i)
+    out[#out + 1] = M.line(cfg, g.counters[i], aggr.prefix(mode, g, cfg.mode, cfg.sep))
+  end
+  if mode == "none" or mode == "thread" then
+    for i in ipairs(res.counters) do
+      local list = groups
+      if mode == "thread" then
+        list = {}
+        for k, g in ipairs(groups) do list[k] = g end
+        table.sort(list, function(a, b)
+          local x, y = a.counters[i].count or 0, b.counters[i].count or 0
+          if x ~= y then return x > y end
+          return a.tid < b.tid
+        end)
+      end
+      for _, g in ipairs(list) do line(g, i) end
+    end
+  else
+    for _, g in ipairs(groups) do
+      for i in ipairs(res.counters) do line(g, i) end
+    end
+  end
+end
+
 -- format(res, opts) -> the whole output of a run (without interval lines)
 function M.format(res, opts)
   local cfg = M.config(res, opts)
   local out = {}
   if cfg.mode == "text" then out[1] = header(res) end
-  for _, c in ipairs(res.counters) do out[#out + 1] = M.line(cfg, c) end
+  if res.groups then aggregated(res, cfg, out)
+  else
+    for _, c in ipairs(res.counters) do out[#out + 1] = M.line(cfg, c) end
+  end
   if cfg.mode == "text" then out[#out + 1] = footer(res) end
   return table.concat(out)
 end
