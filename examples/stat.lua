@@ -48,3 +48,14 @@ assert(perfev.stat { pid = pid, duration = 0.3, interval = 100, events = "task-c
                      on_interval = function(iv, r) io.stderr:write(perfev.stat.interval(r, iv, fmt)) end })
 os.execute("kill " .. pid)
 p:close()
+
+-- 4. Every CPU for 0.2 s (as root), one line per core: perf stat -a --per-core.
+local r4, msg4 = perfev.stat { system_wide = true, duration = 0.2, aggr = "core", events = "task-clock,page-faults" }
+if r4 then
+  io.stderr:write(perfev.stat.format(r4, fmt))
+  for _, g in ipairs(r4.groups) do
+    print(("%s: %d CPU(s), %.2f CPUs utilized"):format(g.id, g.nr, g.counters["task-clock"].metrics[1].value))
+  end
+else
+  print("system-wide counting refused: " .. tostring(msg4))
+end
