@@ -123,6 +123,7 @@ build = {
       ["perfev.report.callchain"] = "lua/perfev/report/callchain.lua",
       ["perfev.report.keys"] = "lua/perfev/report/keys.lua",
       ["perfev.report.stdio"] = "lua/perfev/report/stdio.lua",
+      ["perfev.report.trace"] = "lua/perfev/report/trace.lua",
       ["perfev.resty"] = "lua/perfev/resty.lua",
       ["perfev.sampler"] = "lua/perfev/sampler.lua",
       ["perfev.spec"] = "lua/perfev/spec.lua",

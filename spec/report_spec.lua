@@ -319,6 +319,33 @@ int main(void) { for (int i = 0; i < 300; i++) { a(100000); c(100000); b(20000);
     assert.is_true(agree(mine2, perf_report(only, "--sort comm,dso,sym")) > 0)
   end)
 
+  it("tracepoints alone: perf's 'trace' sort, the events printed through their print fmt, text for text", function()
+    local ok = shell.sh("test -d /sys/kernel/tracing/events/sched && echo y")
+    if not ok:match("y") then
+      pending("tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing")
+      return
+    end
+    -- flags (sched_switch's prev_state, kmalloc's gfp_flags), __get_str,
+    -- %pS through kallsyms, enums the kernel left as names, %03d, 0x%08lx
+    local tps = { "sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
+                  "sched:sched_process_fork", "syscalls:sys_enter_openat", "syscalls:sys_exit_read",
+                  "timer:hrtimer_start", "kmem:kmalloc", "irq:softirq_entry" }
+    local path = record("tps.data", "-e " .. table.concat(tps, " -e ") ..
+                        " -- sh -c 'ls / >/dev/null; sleep 0.01; cat /etc/hostname >/dev/null'")
+    if not path then pending("perf cannot record these tracepoints here"); return end
+    local function strip(text) return (text:gsub("\n#\n# %(Tip:[^\n]*\n#\n$", "\n")) end
+    local report = require "perfev.report"
+    for _, sort in ipairs { false, "trace", "comm,trace", "trace,pid" } do
+      local rep = assert(report.open(path, { sort = sort or nil }))
+      local theirs = P.perf(("report -i '%s' --stdio %s"):format(path, sort and ("--sort " .. sort) or ""))
+      assert.equal(strip(theirs), rep:format())
+    end
+    local rep = assert(report.open(path))
+    assert.is_true(rep.tracepoints_only)
+    assert.same({ "trace" }, rep.sort)
+    assert.is_true(#rep.events >= 5)
+  end)
+
   it("files perfev.record writes, with and without callchains", function()
     local perfev = require "perfev"
     for _, cc in ipairs { false, true } do

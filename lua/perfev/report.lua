@@ -66,7 +66,7 @@ local function row_of(h, sortkeys, s)
   local part = sortkeys[n].part(s)
   local row = node[part]
   if not row then
-    row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level,
+    row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level, trace = s.trace,
             period = 0, samples = 0, children_period = 0 }
     node[part] = row
     h.rows[#h.rows + 1] = row
@@ -245,6 +245,61 @@ local function finish_graphs(self, h)
   h.paths, h.pathlist = nil, nil
 end
 
+-- perf 6.1 formats a row's trace output lazily, when its sort compares
+-- it with another row's (or the same row's next sample) and at print
+-- time; the column is as wide as the outputs formatted before printing
+-- (at least its header), and longer ones are cut to it. A row's output
+-- is compared when the row has two samples or shares the values of the
+-- sort keys before `trace` with another row (its neighbours in perf's
+-- trees are then of the same values).
+local ROW_VALUE = {
+  comm = function(r) return r.comm end, pid = function(r) return r.tid end,
+  cpu = function(r) return r.cpu end, dso = function(r) return r.e.dso end,
+  symbol = function(r) return r.e.symkey end,
+}
+local function mark_traces(self)
+  local before = {}
+  for _, n in ipairs(self.sort) do
+    if n == "trace" then break end
+    before[#before + 1] = ROW_VALUE[n]
+  end
+  for _, h in ipairs(self.hists) do
+    local count, key = {}, {}
+    for _, r in ipairs(h.rows) do
+      local node = count
+      for i = 1, #before do
+        local v = before[i](r)
+        node[v] = node[v] or {}
+        node = node[v]
+      end
+      node.n = (node.n or 0) + 1
+      key[r] = node
+    end
+    for _, r in ipairs(h.rows) do r.trace_known = r.samples > 1 or key[r].n > 1 end
+  end
+end
+
+-- perf's trace column: a tracepoint's raw data through its print fmt
+-- (other events: empty, as perf leaves them)
+local function trace_output(self, h, rec)
+  if not h.tracepoint or not rec.raw then return "" end
+  local ev = self.trace_events[h.name]
+  if not ev then
+    local why
+    ev, why = require("perfev.report.trace").event(h.name)
+    if not ev then error("perfev.report: --sort trace: " .. why, 0) end
+    self.trace_events[h.name] = ev
+  end
+  if not self.ksym then
+    local S = self.S
+    self.ksym = function(v)
+      local e = S:resolve(-1, v, "kernel")
+      if e.name then return e.name, symbols.address(e) end
+    end
+  end
+  return ev:render(rec.raw, self.ksym)
+end
+
 local function progress_bar(opts, size)
   if opts.progress == false then return nil end
   local ok, term = pcall(require, "term")
@@ -307,6 +362,7 @@ local function aggregate(self, f, opts)
       local tid = rec.tid or -1
       local mode = rec.cpumode
       s.pid, s.tid, s.cpu = rec.pid or -1, tid, rec.cpu or -1
+      if self.trace_events then s.trace = trace_output(self, h, rec) end
       s.comm = comms[tid] or (":" .. tid)
       s.level = LEVEL[mode] or "."
       local e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
@@ -494,6 +550,11 @@ function M.open(src, opts)
   if not names then return nil, "perfev.report: " .. why end
   local f, msg = pd.open(src)
   if not f then return nil, msg end
+  -- perf's default for a file of tracepoints only: the formatted event
+  local attrs = f:attrs()
+  local all_tp = #attrs > 0
+  for _, a in ipairs(attrs) do all_tp = all_tp and a.attr.type == TRACEPOINT end
+  if all_tp and not opts.sort and not fields then names = { "trace" } end
   local self = setmetatable({ path = type(src) == "string" and src or nil, sort = names, fields = fields,
                               explicit_sort = opts.sort ~= nil,
                               show_nr_samples = opts.show_nr_samples, show_total_period = opts.show_total_period,
@@ -509,11 +570,15 @@ function M.open(src, opts)
   end
   self.S = symbols.new { build_ids = f:features().build_id, kallsyms = opts.kallsyms,
                          debug_dir = opts.debug_dir, perfmap_dir = opts.perfmap_dir }
+  for _, n in ipairs(names) do
+    if n == "trace" then self.trace_events = {} end
+  end
   local ok, err = pcall(aggregate, self, f, opts)
   self.header = f:header()
   self.features = f:features()
   f:close()
   if not ok then return nil, tostring(err) end
+  if self.trace_events then mark_traces(self) end
   local all_trace = #self.hists > 0
   for _, h in ipairs(self.hists) do all_trace = all_trace and h.tracepoint end
   self.tracepoints_only = all_trace

@@ -67,10 +67,6 @@ function M.run(args)
   })
   if not ok then return fail(rep) end
   if not rep then return fail(msg) end
-  if rep.tracepoints_only and not args.sort then
-    io.stderr:write("perfev report: note: perf sorts a file of tracepoints only by 'trace' ",
-                    "(the formatted event), which perfev does not compute: sorted by comm,dso,symbol\n")
-  end
   local wok, werr = io.stdout:write(rep:format())
   if not wok then return fail(werr) end
   return 0

@@ -107,6 +107,18 @@ M.symbol = {
   end,
 }
 
+-- perf's trace: the tracepoint's fields as its print fmt formats them
+-- (an output perf had not formatted before printing does not widen the
+-- column, and is cut to it: see mark_traces in perfev.report)
+M.trace = {
+  header = "Trace output",
+  part = function(s) return s.trace end,
+  text = function(row, w) return (row.trace or ""):sub(1, w) end,
+  last_unpadded = true,
+  len = function(row) return row.trace_known and #(row.trace or "") or 0 end,
+  cmp = function(a, b) return strcmp(a.trace or "", b.trace or "") end,
+}
+
 -- The last tie-break: unresolved addresses (perf's input order of them).
 M.address = {
   cmp = function(a, b)
@@ -128,7 +140,7 @@ M.PERF_KEYS = { "overhead", "overhead_sys", "overhead_us", "overhead_guest_sys",
   "transaction", "trace", "symbol_size", "dso_size", "cgroup", "cgroup_id", "ipc_null",
   "time", "code_page_size", "local_ins_lat", "ins_lat", "local_p_stage_cyc",
   "p_stage_cyc", "addr" }
-M.SUPPORTED = { "pid", "comm", "dso", "symbol", "cpu" }
+M.SUPPORTED = { "pid", "comm", "dso", "symbol", "cpu", "trace" }
 M.DEFAULT = "comm,dso,symbol"
 
 -- parse("comm,dso,sym") -> { "comm", "dso", "symbol" } | nil, message
