@@ -5,9 +5,9 @@
 -- (user + system of the child), printed as ratios.
 --
 -- Files: cpu-clock every 100 us on every CPU (perf record -a, as root),
--- with callchains (-g) and without; perf's default view of the -g file
--- also draws the call graphs, `-g none` prints the flat view perfev
--- prints. Without root, a Lua loop sampled every 10 us (no callchains).
+-- with callchains (-g) and without; the -g file in perf's default view
+-- (rows and call graphs) and with `-g none` (rows), each against perfev's
+-- same view. Without root, a Lua loop sampled every 10 us (no callchains).
 --   make bench     (needs the perf tool; skipped without it)
 local core = require "perfev.core"
 local pd = require "perfev.perfdata"
@@ -66,10 +66,10 @@ local function run(cmd)
   return t1 - t0, (u1 - u0) + (s1 - s0)
 end
 
-local function perfev_cmd(file)
+local function perfev_cmd(file, graph)
   local code = ("package.path = %q; package.cpath = %q; " ..
-                "os.exit(require('perfev.cli.report').run { input = %q })")
-               :format(package.path, package.cpath, file)
+                "os.exit(require('perfev.cli.report').run { input = %q, call_graph = %s })")
+               :format(package.path, package.cpath, file, graph and ("%q"):format(graph) or "nil")
   return LUA .. " -e " .. q(code)
 end
 
@@ -85,11 +85,13 @@ local function bench(title, file, samples, runs)
   end
   local fsize = tonumber((sh("stat -c %s " .. q(file)):gsub("%s+$", "")))
   print(("%s: %d samples, %.1f MB; median of %d whole-process runs"):format(title, samples, fsize / 1e6, ROUNDS))
-  local mw, mc = B.median(walls[#runs]), B.median(cpus[#runs])
   for i, r in ipairs(runs) do
     local w, c = B.median(walls[i]), B.median(cpus[i])
     local ratio = ""
-    if i < #runs then
+    -- a perf run's ratio: against the perfev run that prints the same view
+    local k = r[3]
+    if k then
+      local mw, mc = B.median(walls[k]), B.median(cpus[k])
       local function rel(x) return x >= 1 and ("%.1fx faster"):format(x) or ("%.1fx slower"):format(1 / x) end
       ratio = ("   perfev %s (wall), %s (cpu)"):format(rel(w / mw), rel(c / mc))
     end
@@ -99,15 +101,16 @@ end
 
 local flat, nflat = record("flat.data", false)
 bench("cpu-clock, no callchains", flat, nflat, {
-  { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)) },
+  { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)), 2 },
   { "perfev report", perfev_cmd(flat) },
 })
 if root then
   local g, ng = record("g.data", true)
   bench("cpu-clock -g (children)", g, ng, {
-    { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)) },
-    { "perf report --stdio -g none", ("perf report --stdio -g none -i %s"):format(q(g)) },
-    { "perfev report", perfev_cmd(g) },
+    { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)), 4 },
+    { "perf report --stdio -g none", ("perf report --stdio -g none -i %s"):format(q(g)), 3 },
+    { "perfev report -g none", perfev_cmd(g, "none") },
+    { "perfev report (with call graphs)", perfev_cmd(g) },
   })
 end
 B.rmdir(dir)

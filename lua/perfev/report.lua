@@ -354,6 +354,10 @@ local function aggregate(self, f, opts)
   local bar = progress_bar(opts, size)
   local base = hdr.data and hdr.data.offset or 0
   local count = 0
+  -- the rows of the last sample's thread (the next one is often of the same)
+  -- (not with the trace key: each sample's own)
+  local last_tid, last_h, last_cpu, last_comm, last_ctx
+  local reuse_ctx = not self.trace_events
   for rec in f:records { order = "time", types = TYPES, offsets = bar and true or nil } do
     local t = rec.type
     if t == "sample" then
@@ -367,7 +371,13 @@ local function aggregate(self, f, opts)
       s.level = LEVEL[mode] or "."
       local e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
       s.e = e
-      local ctx = ctx_of(self, h, s)
+      local ctx
+      if reuse_ctx and tid == last_tid and h == last_h and s.cpu == last_cpu and s.comm == last_comm then
+        ctx = last_ctx
+      else
+        ctx = ctx_of(self, h, s)
+        last_tid, last_h, last_cpu, last_comm, last_ctx = tid, h, s.cpu, s.comm, ctx
+      end
       local row = ctx[e]
       if not row then
         row = row_of(h, self.sortkeys, s)
@@ -416,7 +426,7 @@ end
 -- Orders the rows of a histogram as perf prints them: children, then
 -- self overhead (larger first), then each sort key's order.
 local function by_value(field)
-  return { cmp = function(a, b)
+  return { field = field, cmp = function(a, b)
     if a[field] == b[field] then return 0 end
     return a[field] > b[field] and -1 or 1
   end }
@@ -477,15 +487,23 @@ local function sort_rows(self, rows)
     for _, k in ipairs(self.sortkeys) do order[#order + 1] = k end
   end
   for _, k in ipairs { "symbol", "address", "comm", "dso", "pid", "cpu" } do order[#order + 1] = keys[k] end
-  -- a merge sort: perf's depth rule orders only rows of one thread, so
-  -- the order may not be transitive, which table.sort does not allow
-  merge_sort(rows, function(a, b)
-    for i = 1, #order do
+  -- the first key is a value: compared inline (it decides most pairs)
+  local first = order[1].field
+  local from = first and 2 or 1
+  local function less(a, b)
+    if first then
+      local x, y = a[first], b[first]
+      if x ~= y then return x > y end
+    end
+    for i = from, #order do
       local c = order[i].cmp(a, b)
       if c ~= 0 then return c < 0 end
     end
     return false
-  end)
+  end
+  -- perf's depth rule orders only rows of one thread, so that order may
+  -- not be transitive, which table.sort does not allow: a merge sort then
+  if self.children and self.graph then merge_sort(rows, less) else table.sort(rows, less) end
 end
 
 -- The public rows: plain values.
