@@ -294,7 +294,9 @@ local function trace_output(self, h, rec)
     local S = self.S
     self.ksym = function(v)
       local e = S:resolve(-1, v, "kernel")
-      if e.name then return e.name, symbols.address(e) end
+      if not e.name then return nil end
+      local _, x = symbols.split(v)      -- the address in the entry's space: a plain number
+      return e.name, x - e.start
     end
   end
   return ev:render(rec.raw, self.ksym)

@@ -576,17 +576,6 @@ function Sym:unknown_entry(ip)
   return entry(self.unknown, nil, nil, space, v)
 end
 
--- address(e) -> the start of a kernel entry's symbol as the runtime holds
--- a u64 (an integer on Lua 5.3+, a uint64_t cdata on LuaJIT): what
--- an address read from the same source can be subtracted from.
-function M.address(e)
-  local v = e.start or e.addr
-  if e.space ~= "k" then return v end
-  if KBASE_INT then return v + KBASE_INT end
-  if U64 then return U64(0xffff8000) * TWO32 + v end
-  return v + (2 ^ 64 - KSPAN)
-end
-
 -- callchain_name(e) -> a callchain frame as perf prints it: the name, or
 -- the address in C's %#x (0x and no leading zeros; 0 for zero).
 function M.callchain_name(e)

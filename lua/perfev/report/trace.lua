@@ -401,10 +401,9 @@ end
 -- %pS (function+0xoffset) and %ps (function) through the kernel's
 -- symbols, as perf's resolver gives them to libtraceevent
 local function kernel_symbol(resolve, spec, v)
-  local name, start
-  if resolve then name, start = resolve(v) end
+  local name, off
+  if resolve then name, off = resolve(v) end
   if not name then return "0x" .. compat.hex(v) end
-  local off = v - start
   if (spec.sym == "S" or spec.sym == "F") and off ~= 0 then return ("%s+0x%s"):format(name, compat.hex(off)) end
   return name
 end
@@ -478,7 +477,7 @@ function M.parse(name, text)
 end
 
 -- ev:render(raw[, resolve]) -> the text perf prints for a sample's raw
--- data. resolve(address) -> name, start: the kernel symbol for %pS.
+-- data. resolve(address) -> name, offset: the kernel symbol for %pS.
 function Event:render(raw, resolve)
   local out, a = {}, 0
   for _, part in ipairs(self.parts) do
