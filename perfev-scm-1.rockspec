@@ -60,6 +60,7 @@ build = {
             "csrc/ring_aux.c",
             "csrc/ring_read.c",
             "csrc/ring_snapshot.c",
+            "csrc/select.c",
             "csrc/util.c",
          },
          defines = { "_GNU_SOURCE" },

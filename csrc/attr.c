@@ -73,42 +73,9 @@ const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off)
 
 /* ---- Lua values to field values ---- */
 
-/* Edit distance, capped: enough to suggest the field a typo meant. */
-static size_t distance(const char *a, const char *b)
-{
-  size_t la = strlen(a), lb = strlen(b), row[48];
-  if (la >= 47 || lb >= 47)
-    return 99;
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      diag = up;
-      row[j] = best;
-    }
-  }
-  return row[lb];
-}
-
 static const char *nearest_field(const char *name)
 {
-  const char *best = NULL;
-  size_t bestd = 3;
-  for (size_t i = 0; i < perfev_attr_nfields; i++) {
-    size_t d = distance(name, perfev_attr_fields[i].name);
-    if (d < bestd) {
-      bestd = d;
-      best = perfev_attr_fields[i].name;
-    }
-  }
-  return best;
+  return perfev_nearest(name, perfev_attr_fields, perfev_attr_nfields, sizeof perfev_attr_fields[0]);
 }
 
 static const struct perfev_field *field_check(lua_State *L, int idx)

@@ -22,6 +22,7 @@ struct cur {
   uint16_t misc, size;
   const struct perfev_layout *l;
   struct perfev_fill *f;             /* the record's table */
+  const struct perfev_select *sel;   /* the `fields` option, or NULL: every key */
 };
 
 /* ---- errors: everything a malformed record says names its offset ---- */
@@ -506,15 +507,106 @@ static void walk(struct cur *c, const struct perfev_rfield *f, size_t n)
       ops[f[i].op](c, &f[i]);
 }
 
+/* ---- a selection's walk: the rows not asked for are stepped over ---- */
+
+static void skip_bytes(struct cur *c, uint64_t n, const char *what)
+{
+  take(c, (size_t)perfev_cursor_fits(&c->in, n, 1, what), what);
+}
+
+/* Steps over a sample row (its bytes checked as the op would read them). */
+static void skip_row(struct cur *c, const struct perfev_rfield *f)
+{
+  const struct perfev_layout *l = c->l;
+  uint64_t n;
+  switch (f->op) {
+  case OP_U32: case OP_S32: case OP_PAD32:
+    take(c, 4, f->name);
+    break;
+  case OP_READ:
+    if (l->read_format & PERF_FORMAT_GROUP) {
+      n = get64(c, "read nr");
+      take(c, 8u * (size_t)__builtin_popcountll(l->read_format & (PERF_FORMAT_TOTAL_TIME_ENABLED |
+                                                 PERF_FORMAT_TOTAL_TIME_RUNNING)), "read");
+      n = perfev_cursor_fits(&c->in, n, 8u * (1u + (unsigned)__builtin_popcountll(
+                               l->read_format & (PERF_FORMAT_ID | PERF_FORMAT_LOST))), "read nr");
+      skip_bytes(c, n * 8u * (1u + (unsigned)__builtin_popcountll(
+                           l->read_format & (PERF_FORMAT_ID | PERF_FORMAT_LOST))), "read");
+    } else {
+      take(c, 8u * (1u + (size_t)__builtin_popcountll(l->read_format & (
+                 PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+                 PERF_FORMAT_ID | PERF_FORMAT_LOST))), "read");
+    }
+    break;
+  case OP_CALLCHAIN:
+    n = get_count(c, 8, "callchain nr");
+    take(c, (size_t)n * 8, "callchain");
+    break;
+  case OP_RAW:
+    skip_bytes(c, get32(c, "raw size"), "raw data");
+    break;
+  case OP_BRANCH: {
+    uint64_t bst = l->branch_sample_type, each = 24 + ((bst & PERF_SAMPLE_BRANCH_COUNTERS) ? 8 : 0);
+    n = get64(c, "branch_stack nr");
+    if (bst & PERF_SAMPLE_BRANCH_HW_INDEX)
+      take(c, 8, "branch_stack hw_idx");
+    n = perfev_cursor_fits(&c->in, n, (size_t)each, "branch_stack nr");
+    take(c, (size_t)(n * each), "branch_stack");
+    break;
+  }
+  case OP_REGS_USER: case OP_REGS_INTR:
+    if (get64(c, "regs abi") != PERF_SAMPLE_REGS_ABI_NONE)
+      take(c, 8u * (size_t)__builtin_popcountll(f->op == OP_REGS_USER ? l->regs_user : l->regs_intr),
+           "register");
+    break;
+  case OP_STACK:
+    n = get_count(c, 1, "stack_user size");
+    take(c, (size_t)n, "stack_user data");
+    if (n)
+      take(c, 8, "stack_user dyn_size");
+    break;
+  case OP_AUXDATA:
+    n = get_count(c, 1, "aux size");
+    take(c, (size_t)n, "aux data");
+    break;
+  default:   /* U64, WEIGHT, DATA_SRC */
+    take(c, 8, f->name);
+    break;
+  }
+}
+
+/* A sample's rows, the ops of those in `rows` (bits by row index) run,
+ * the others stepped over, up to the last row asked for. */
+static void walk_selected(struct cur *c, uint32_t rows)
+{
+  const struct perfev_rfield *f = perfev_sample_fields;
+  uint64_t st = c->l->sample_type;
+  size_t n = rows ? 32u - (size_t)__builtin_clz(rows) : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (f[i].mask != 0 && !(st & f[i].mask))
+      continue;
+    if (rows & (1u << i))
+      ops[f[i].op](c, &f[i]);
+    else
+      skip_row(c, &f[i]);
+  }
+}
+
 /* ---- one record ---- */
 
-static void set_misc(struct cur *c)
+/* size, misc, cpumode and the misc flags: those hdr (PERFEV_HDR_* bits) asks for. */
+static void set_header(struct cur *c, uint32_t hdr)
 {
   const char *mode = perfev_cpumode_names[c->misc & PERF_RECORD_MISC_CPUMODE_MASK];
-  perfev_fill_put_int(c->f, "misc", c->misc);
-  perfev_fill_name(c->f, mode ? mode : "unknown");
-  perfev_fill_put(c->f, "cpumode");
-  for (size_t i = 0; i < perfev_misc_nflags; i++) {
+  if (hdr & PERFEV_HDR_SIZE)
+    perfev_fill_put_int(c->f, "size", c->size);
+  if (hdr & PERFEV_HDR_MISC)
+    perfev_fill_put_int(c->f, "misc", c->misc);
+  if (hdr & PERFEV_HDR_CPUMODE) {
+    perfev_fill_name(c->f, mode ? mode : "unknown");
+    perfev_fill_put(c->f, "cpumode");
+  }
+  for (size_t i = 0; (hdr & PERFEV_HDR_FLAGS) && i < perfev_misc_nflags; i++) {
     const struct perfev_misc_flag *m = &perfev_misc_flags[i];
     if ((m->type == 0 || m->type == c->type) && (c->misc & m->bit)) {
       lua_pushboolean(c->L, 1);
@@ -579,8 +671,11 @@ static void decode_other(struct cur *c, const struct perfev_rtype *rt)
  * period, as perf's parser gives it (perf record -c N). */
 static void decode_sample(struct cur *c)
 {
-  walk(c, perfev_sample_fields, perfev_sample_nfields);
-  if (!(c->l->sample_type & PERF_SAMPLE_PERIOD) && c->l->period)
+  if (c->sel)
+    walk_selected(c, c->sel->rows_now);
+  else
+    walk(c, perfev_sample_fields, perfev_sample_nfields);
+  if (!(c->l->sample_type & PERF_SAMPLE_PERIOD) && c->l->period && (!c->sel || c->sel->period))
     perfev_fill_put_int(c->f, "period", c->l->period);
 }
 
@@ -602,7 +697,8 @@ static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
   return li;
 }
 
-static void count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec, size_t len)
+void perfev_decode_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
+                              size_t len)
 {
   if (type == PERF_RECORD_LOST && len >= 24)
     d->lost += perfev_ld64(rec + 16, d->swap);
@@ -610,8 +706,21 @@ static void count_lost(struct perfev_decoder *d, uint32_t type, const unsigned c
     d->lost += perfev_ld64(rec + 8, d->swap);
 }
 
+/* The keys the source adds (rec.event, rec.offset): with a selection,
+ * on a sample, only those asked for. */
+static void set_extras(struct cur *c, const struct perfev_extra *x, size_t li, size_t off)
+{
+  int sel = c->sel && c->type == PERF_RECORD_SAMPLE;
+  for (int k = 0; x && k < PERFEV_NEXTRA; k++) {
+    int asked = sel && (c->sel->extra & (1u << k));
+    if ((!sel || asked) && x->push(c->L, x->ud, k, asked, c->type, li, off))
+      perfev_fill_put(c->f, perfev_extra_names[k]);
+  }
+}
+
 size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
-                          const unsigned char *rec, size_t len, size_t off)
+                          const unsigned char *rec, size_t len, size_t off,
+                          const struct perfev_extra *x)
 {
   struct perf_event_header h;
   struct perfev_fill fill;
@@ -641,6 +750,8 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   c.in.end = rec + h.size;
   rt = perfev_rtype_find(h.type);
   perfev_fill_begin(&fill, L, state, into);
+  if (fill.st && fill.st->sel.n && h.type == PERF_RECORD_SAMPLE)
+    c.sel = &fill.st->sel;   /* a selection applies to samples; other records come whole */
   if (!rt) {   /* a type newer than this decoder: its number and bytes */
     perfev_fill_put_int(&fill, "type", h.type);
     perfev_fill_put_bytes(&fill, "data", c.in.p, left(&c));
@@ -652,16 +763,16 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
     else
       decode_other(&c, rt);
   }
-  perfev_fill_put_int(&fill, "size", h.size);
-  set_misc(&c);
+  set_header(&c, !c.sel ? ~0u : c.sel->values ? 0 : c.sel->hdr);
+  set_extras(&c, x, li, off);
   perfev_fill_end(&fill);
-  count_lost(d, h.type, rec, h.size);
+  perfev_decode_count_lost(d, h.type, rec, h.size);
   return li;
 }
 
 size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
                          size_t len, size_t off)
 {
-  return perfev_decode_into(L, d, 0, 0, rec, len, off);
+  return perfev_decode_into(L, d, 0, 0, rec, len, off, NULL);
 }
 

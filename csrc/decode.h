@@ -44,6 +44,55 @@ struct perfev_decoder {
  * they were last filled for, so that they are refilled in place only when
  * their keys are the same. Its user value holds the key strings (at the
  * index of their slot in names, plus one) and the nested tables set aside. */
+/* ---- field selection (select.c) ----
+ * The `fields` option of every record iteration: a list of record keys,
+ * compiled once into what each is in a sample (a row of the sample's
+ * layout, a header key, a key the source adds), and per attr into a plan:
+ * where each field sits when its offset is fixed, which layout rows must
+ * be walked for the others. */
+#define PERFEV_SELECT_MAX 32
+#define PERFEV_SELECT_PLANS 8
+/* What the source of the records adds to them (rec.event, rec.offset). */
+enum { PERFEV_EXTRA_EVENT, PERFEV_EXTRA_OFFSET, PERFEV_NEXTRA };
+struct perfev_extra {
+  /* Pushes the value of key `which` for the record (its type, the index
+   * of its layout, its offset in the stream) and returns 1, or pushes
+   * nothing and returns 0 when the record has none. asked: the caller
+   * selected the key by name. */
+  int (*push)(lua_State *L, void *ud, int which, int asked, uint32_t type, size_t li, size_t off);
+  void *ud;
+};
+extern const char *const perfev_extra_names[PERFEV_NEXTRA];
+
+/* Header keys a selection may ask for (rec.type is always there). */
+enum { PERFEV_HDR_SIZE = 1, PERFEV_HDR_MISC = 2, PERFEV_HDR_CPUMODE = 4, PERFEV_HDR_FLAGS = 8 };
+struct perfev_sel_field {
+  const char *name;   /* the record key */
+  uint8_t kind;       /* enum in select.c: a sample row, a header key, an extra */
+  uint8_t row;        /* the row of a scalar (the last one: id) */
+  uint32_t rows;      /* the sample rows whose ops set the key */
+};
+struct perfev_sel_plan {
+  uint64_t sample_type, read_format, period;   /* what the plan was made for */
+  int valid;
+  uint32_t rows;      /* the rows to walk for the fields without a fixed offset */
+  uint16_t min_size;  /* the record must hold the fixed fields */
+  uint8_t fast;       /* every field has a fixed offset (or none) */
+  struct { uint16_t off; uint8_t how; } f[PERFEV_SELECT_MAX];
+};
+struct perfev_select {
+  size_t n;           /* fields; 0: no selection (whole records) */
+  int values;         /* the iterator returns the values (no `into` table) */
+  const char *who;    /* the iteration's name in errors (a static string) */
+  uint32_t rows_all;  /* the rows of every field */
+  uint32_t rows_now;  /* the rows the decoder walks for this record */
+  uint32_t hdr;       /* header keys asked for: PERFEV_HDR_* bits */
+  uint32_t extra;     /* extras asked for, by bit */
+  int period;         /* period asked for (the attr's when the sample has none) */
+  struct perfev_sel_field f[PERFEV_SELECT_MAX];
+  struct perfev_sel_plan plans[PERFEV_SELECT_PLANS];
+};
+
 #define PERFEV_REUSE_KEYS 64
 #define PERFEV_REUSE_SHAPES 8
 #define PERFEV_NAME_SLOTS 64
@@ -58,7 +107,10 @@ struct perfev_reuse {
   struct perfev_reuse_key keys[PERFEV_REUSE_KEYS];
   struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
   const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
+  struct perfev_select sel;               /* the `fields` option */
 };
+/* Where the selected fields' key strings sit in the state's user value. */
+#define PERFEV_SEL_KEYS 1000
 
 /* Reads what decoding needs from a. */
 void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id);
@@ -95,12 +147,37 @@ size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned 
  * into the table at index into, which is pushed holding this record's
  * keys alone. */
 size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
-                          const unsigned char *rec, size_t len, size_t off);
-/* Reads the options table at idx ({ into = t, swap = b }; nil: none;
- * swap is refused unless swap is not NULL, where it is stored). Pushes
- * the into table (or nil) and a new iteration state, and returns the
- * state. who names the caller in errors ("perfev.decode"). */
+                          const unsigned char *rec, size_t len, size_t off,
+                          const struct perfev_extra *x);
+/* Adds a LOST or LOST_SAMPLES record's count to d->lost. */
+void perfev_decode_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
+                              size_t len);
+/* Reads the options table at idx ({ into = t, swap = b, fields = { ... } };
+ * nil: none; swap is refused unless swap is not NULL, where it is stored).
+ * Pushes the into table (or nil) and a new iteration state, and returns
+ * the state. who names the caller in errors ("perfev.decode"). */
 struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap);
+/* The same for options already checked by the caller: reads into and
+ * fields of the table at idx (0 or nil: none). */
+struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who);
+
+/* ---- one record of an iteration (select.c) ---- */
+
+/* What every record iteration (perfev.decode, ring:records, perf.data
+ * records) does with a record: pushes its table (returns 1), or with a
+ * `fields` selection and no `into` table its selected values (returns
+ * how many), or skips it (returns 0: not a sample, when values are asked
+ * for). x (may be NULL): what the source adds. */
+int perfev_iter_record(lua_State *L, struct perfev_decoder *d, int state, int into,
+                       const unsigned char *rec, size_t len, size_t off,
+                       const struct perfev_extra *x);
+/* Whether the iteration state at index state returns values (samples only). */
+int perfev_iter_values(lua_State *L, int state);
+/* Compiles the field names of the list at idx into sel (raises at the
+ * caller naming an unknown field, with "did you mean"); the state's user
+ * value at uv gets their key strings. */
+void perfev_select_compile(lua_State *L, int idx, int uv, struct perfev_select *sel,
+                           const char *who);
 
 /* Raises "perfev.decode: malformed record at offset off ...: msg". */
 void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg);

@@ -161,19 +161,23 @@ static int decode_next(lua_State *L)
   const unsigned char *s = (const unsigned char *)lua_tolstring(L, DECODE_UPV_BYTES, &len);
   struct perfev_decoder *d = (struct perfev_decoder *)lua_touserdata(L, DECODE_UPV_DEC);
   struct perf_event_header h;
-  if (off >= len)
-    return 0;
-  if (len - off < sizeof h)
-    perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
-  perfev_record_header(s + off, d->swap, &h);
-  if (h.size < sizeof h)
-    perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
-  if (h.size > len - off)
-    perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
-  perfev_decode_into(L, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off);
-  lua_pushinteger(L, (lua_Integer)(off + h.size));
-  lua_replace(L, DECODE_UPV_OFF);
-  return 1;
+  int n = 0;
+  while (n == 0) {   /* n is 0 for a record skipped (values of samples only) */
+    if (off >= len)
+      return 0;
+    if (len - off < sizeof h)
+      perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
+    perfev_record_header(s + off, d->swap, &h);
+    if (h.size < sizeof h)
+      perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
+    if (h.size > len - off)
+      perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
+    n = perfev_iter_record(L, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off, NULL);
+    off += h.size;
+    lua_pushinteger(L, (lua_Integer)off);
+    lua_replace(L, DECODE_UPV_OFF);
+  }
+  return n;
 }
 
 /* The attr and id of the value at idx (attr or event); 0 if neither. */

@@ -358,32 +358,3 @@ void perfev_fill_end(struct perfev_fill *f)
   if (f->u)
     lua_remove(f->L, f->u);   /* the table alone is left */
 }
-
-/* ---- options: { into = t, swap = b } ---- */
-
-struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap)
-{
-  static const struct perfev_opt with_swap[] = {
-    { "into", LUA_TTABLE }, { "swap", LUA_TBOOLEAN }, { NULL, 0 }
-  };
-  static const struct perfev_opt into_only[] = { { "into", LUA_TTABLE }, { NULL, 0 } };
-  struct perfev_reuse *st;
-  int into = 0;
-  idx = lua_absindex(L, idx);
-  if (perfev_check_options(L, idx, who, swap ? with_swap : into_only)) {
-    if (swap)
-      *swap = perfev_opt_bool(L, idx, "swap", 0);
-    into = lua_getfield(L, idx, "into") == LUA_TTABLE;   /* pushed: the into table, or nil */
-  } else {
-    if (swap)
-      *swap = 0;
-    lua_pushnil(L);
-  }
-  st = (struct perfev_reuse *)perfev_newuserdata(L, sizeof *st);
-  memset(st, 0, sizeof *st);
-  st->into = into;
-  st->dirty = 1;
-  lua_createtable(L, PERFEV_NAME_SLOTS, 2);   /* the key strings, .aside, .spares */
-  perfev_setiuservalue(L, -2);
-  return st;
-}

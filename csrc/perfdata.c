@@ -245,7 +245,9 @@ struct pd_iter {
 
 #define IT_UPV_READER lua_upvalueindex(1)
 #define IT_UPV_NAMES lua_upvalueindex(2)
-#define IT_UPV_STATE lua_upvalueindex(3)
+#define IT_UPV_ITER lua_upvalueindex(3)
+#define IT_UPV_INTO lua_upvalueindex(4)
+#define IT_UPV_STATE lua_upvalueindex(5)
 
 static int wanted(const struct pd_iter *it, uint32_t type)
 {
@@ -254,25 +256,41 @@ static int wanted(const struct pd_iter *it, uint32_t type)
   return type < 256 && (it->want[type / 8] & (1u << (type % 8)));
 }
 
-/* Pushes the table of a kernel record; a sample gets its event's name. */
-static void push_kernel(lua_State *L, struct pd_reader *r, const struct pd_iter *it,
-                        const unsigned char *rec, size_t len, uint64_t foff)
+/* rec.event (a sample's event name) and rec.offset (with offsets, or
+ * when asked for by name). */
+static int push_extra(lua_State *L, void *ud, int which, int asked, uint32_t type, size_t li,
+                      size_t off)
+{
+  const struct pd_iter *it = (const struct pd_iter *)ud;
+  const struct pd_reader *r = (const struct pd_reader *)lua_touserdata(L, IT_UPV_READER);
+  if (which == PERFEV_EXTRA_OFFSET) {
+    if (!it->offsets && !asked)
+      return 0;
+    lua_pushinteger(L, (lua_Integer)off);
+    return 1;
+  }
+  if (type != PERF_RECORD_SAMPLE || li >= r->nlx)
+    return 0;
+  if (lua_rawgeti(L, IT_UPV_NAMES, r->lx[li].attr) == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  return 1;
+}
+
+/* Pushes what the iteration gives for a kernel record (its table, or
+ * the selected values of a sample) and returns how many values: 0 when
+ * it is skipped. */
+static int push_kernel(lua_State *L, struct pd_reader *r, struct pd_iter *it,
+                       const unsigned char *rec, size_t len, uint64_t foff)
 {
   struct perfev_decoder *d = decoder(L, IT_UPV_READER, r);
-  size_t li;
+  struct perfev_extra x = { push_extra, it };
   if (!d)
     pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
              "attr: a pipe-mode stream must start with its header_attr records", foff,
              perfev_ld32(rec, r->swap));
-  li = perfev_decode_one(L, d, rec, len, (size_t)foff);
-  if (perfev_ld32(rec, r->swap) == PERF_RECORD_SAMPLE && li < r->nlx) {
-    lua_rawgeti(L, IT_UPV_NAMES, r->lx[li].attr);
-    lua_setfield(L, -2, "event");
-  }
-  if (it->offsets) {
-    lua_pushinteger(L, (lua_Integer)foff);
-    lua_setfield(L, -2, "offset");
-  }
+  return perfev_iter_record(L, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
 }
 
 /* attrs entry index (from 1) holding id, or 0. */
@@ -346,7 +364,7 @@ static void queue_oom(lua_State *L, struct pd_reader *r)
 static int iter_next(lua_State *L)
 {
   struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, IT_UPV_READER);
-  struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_STATE);
+  struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_ITER);
   if (r->closed)
     return luaL_error(L, "perfev.perfdata: the file is closed");
   if (it->generation != r->generation)
@@ -378,11 +396,13 @@ static int iter_next(lua_State *L)
     uint64_t foff, t;
     uint32_t type;
     int inflated;
+    int n;
     if (it->order) {
       const struct pd_qent *e = pd_queue_next(&r->q, &rec);
       if (e) {
-        push_kernel(L, r, it, rec, e->len, e->foff);
-        return 1;
+        if ((n = push_kernel(L, r, it, rec, e->len, e->foff)) > 0)
+          return n;
+        continue;
       }
     }
     rec = pd_next_raw(L, r, &len, &foff, &inflated);
@@ -424,8 +444,8 @@ static int iter_next(lua_State *L)
         queue_oom(L, r);
       continue;
     }
-    push_kernel(L, r, it, rec, len, foff);
-    return 1;
+    if ((n = push_kernel(L, r, it, rec, len, foff)) > 0)
+      return n;
   }
 }
 
@@ -435,7 +455,8 @@ static int l_records(lua_State *L)
   struct pd_reader *r = check_reader(L, 1);
   struct pd_iter *it;
   static const struct perfev_opt opts[] = {
-    { "order", LUA_TSTRING }, { "offsets", LUA_TBOOLEAN }, { "types", LUA_TTABLE }, { NULL, 0 }
+    { "order", LUA_TSTRING }, { "offsets", LUA_TBOOLEAN }, { "types", LUA_TTABLE },
+    { "into", LUA_TTABLE }, { "fields", LUA_TTABLE }, { NULL, 0 }
   };
   lua_settop(L, 2);
   perfev_check_options(L, 2, "perfev.perfdata: records", opts);
@@ -472,7 +493,14 @@ static int l_records(lua_State *L)
     }
     lua_pop(L, 2);
   }
-  lua_pushcclosure(L, iter_next, 3);
+  perfev_decode_state(L, 2, "perfev.perfdata: records");   /* into, state */
+  if (perfev_iter_values(L, -1)) {   /* values: samples alone */
+    unsigned char sample = it->filtered ? it->want[PERF_RECORD_SAMPLE / 8] : 0xff;
+    memset(it->want, 0, sizeof it->want);
+    it->want[PERF_RECORD_SAMPLE / 8] = (unsigned char)(sample & (1u << (PERF_RECORD_SAMPLE % 8)));
+    it->filtered = 1;
+  }
+  lua_pushcclosure(L, iter_next, 5);
   return 1;
 }
 

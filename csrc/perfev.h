@@ -30,6 +30,10 @@ int perfev_int_arg(lua_State *L, int idx, lua_Integer dflt, const char *who, con
  * message echoes of the caller's input is bounded. */
 #define PERFEV_CLIP 68
 const char *perfev_clip(const char *s, char buf[PERFEV_CLIP]);
+/* The name closest to name (edit distance under 3) among n items of
+ * `stride` bytes whose first member is their name (a const char *), or
+ * NULL: what "did you mean" suggests. */
+const char *perfev_nearest(const char *name, const void *items, size_t n, size_t stride);
 /* Pushes nil, "what: strerror(err)", err; returns 3. */
 int perfev_push_errno(lua_State *L, int err, const char *what);
 

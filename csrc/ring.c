@@ -147,12 +147,15 @@ static void store_tail(struct perfev_ring *r, uint64_t tail)
 
 /* rec.event: the event of the layout the record was decoded with, when
  * the ring carries several (upvalue 3: the events table). */
-static void set_event(lua_State *L, const struct perfev_ring *r, size_t li)
+static int push_event(lua_State *L, void *ud, int which, int asked, uint32_t type, size_t li,
+                      size_t off)
 {
-  if (r->dec->n < 2)
-    return;
+  const struct perfev_ring *r = (const struct perfev_ring *)ud;
+  (void)asked, (void)type, (void)off;
+  if (which != PERFEV_EXTRA_EVENT || r->dec->n < 2)
+    return 0;
   lua_rawgeti(L, lua_upvalueindex(3), (lua_Integer)li + 1);
-  lua_setfield(L, -2, "event");
+  return 1;
 }
 
 /* The records() iterator: upvalue 1 the ring, 2 the head when it began,
@@ -163,26 +166,30 @@ static int records_next(lua_State *L)
   struct perfev_ring *r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
   uint64_t head = (uint64_t)lua_tointeger(L, lua_upvalueindex(2)), tail;
   struct perf_event_header h;
+  struct perfev_extra x = { push_event, r };
+  int n = 0;
   if (!r->page)
     return luaL_error(L, "perfev.ring: the ring was closed during iteration");
-  tail = r->page->data_tail;   /* only this process writes it */
-  if (tail >= head || r->data_size == 0)
-    return 0;
-  ring_copy(r, tail, (unsigned char *)&h, sizeof h);
-  if (h.size < sizeof h || h.size > head - tail) {
-    store_tail(r, head);   /* resynchronise at head, then report */
-    perfev_decode_error(L, (size_t)tail, h.type, h.size,
-                        "a record in the ring is not whole (skipped to data_head)");
+  while (n == 0) {   /* 0: a record skipped (values of samples only) */
+    tail = r->page->data_tail;   /* only this process writes it */
+    if (tail >= head || r->data_size == 0)
+      return 0;
+    ring_copy(r, tail, (unsigned char *)&h, sizeof h);
+    if (h.size < sizeof h || h.size > head - tail) {
+      store_tail(r, head);   /* resynchronise at head, then report */
+      perfev_decode_error(L, (size_t)tail, h.type, h.size,
+                          "a record in the ring is not whole (skipped to data_head)");
+    }
+    ring_copy(r, tail, r->rec, h.size);
+    store_tail(r, tail + h.size);
+    n = perfev_iter_record(L, r->dec, lua_upvalueindex(5), lua_upvalueindex(4), r->rec, h.size,
+                           (size_t)tail, &x);
   }
-  ring_copy(r, tail, r->rec, h.size);
-  store_tail(r, tail + h.size);
-  set_event(L, r, perfev_decode_into(L, r->dec, lua_upvalueindex(5), lua_upvalueindex(4),
-                                     r->rec, h.size, (size_t)tail));
-  return 1;
+  return n;
 }
 
-/* ring:records([{ into = t }]) -> iterator over the records available now */
-static int l_records(lua_State *L)
+/* Pushes the records() iterator for the options at index 2. */
+static int push_records(lua_State *L, const char *who)
 {
   struct perfev_ring *r = ring_self(L);
   /* records() advances data_tail, which an overwrite ring maps read-only */
@@ -198,16 +205,40 @@ static int l_records(lua_State *L)
     lua_pushnil(L);
     if (lua_getfield(L, -3, "records_state") == LUA_TNIL) {
       lua_pop(L, 2);
-      perfev_decode_options(L, 2, "ring:records", NULL);
+      perfev_decode_options(L, 2, who, NULL);
       lua_pushvalue(L, -1);
       lua_setfield(L, -4, "records_state");
     }
   } else {                 /* the table, and a state of its own */
-    perfev_decode_options(L, 2, "ring:records", NULL);
+    perfev_decode_options(L, 2, who, NULL);
   }
   lua_remove(L, -4);
   lua_pushcclosure(L, records_next, 5);
   return 1;
+}
+
+/* ring:records([{ into = t, fields = { ... } }]) -> iterator over the records available now */
+static int l_records(lua_State *L)
+{
+  return push_records(L, "ring:records");
+}
+
+/* ring:samples(field, ...) -> iterator of the fields' values of each
+ * sample available now: ring:records { fields = { field, ... } } */
+static int l_samples(lua_State *L)
+{
+  int n = lua_gettop(L) - 1;
+  if (n < 1)
+    return luaL_error(L, "ring:samples: name the fields (ring:samples(\"ip\", \"tid\", ...))");
+  lua_createtable(L, 0, 1);
+  lua_createtable(L, n > 0 ? n : 0, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_pushvalue(L, i + 1);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setfield(L, -2, "fields");
+  lua_replace(L, 2);
+  return push_records(L, "ring:samples");
 }
 
 /* A decoder for the ring's layouts plus ev's; raises when ev's records
@@ -493,7 +524,7 @@ int perfev_ring_open_lib(lua_State *L)
     { "__gc", l_gc }, { "__close", l_gc }, { "__tostring", l_tostring }, { NULL, NULL }
   };
   static const luaL_Reg methods[] = {
-    { "records", l_records }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
+    { "records", l_records }, { "samples", l_samples }, { "poll", l_poll }, { "lost", l_lost }, { "info", l_info },
     { "pending", l_pending }, { "event", l_event }, { "add", l_add }, { "close", l_close },
     { "closed", l_closed }, { "snapshot", perfev_ring_snapshot }, { "read", perfev_ring_read },
     { "aux", perfev_ring_aux }, { NULL, NULL }

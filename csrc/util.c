@@ -79,6 +79,45 @@ const char *perfev_clip(const char *s, char buf[PERFEV_CLIP])
   return buf;
 }
 
+/* Edit distance, capped: enough to suggest the name a typo meant. */
+static size_t distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b), row[48];
+  if (la >= 47 || lb >= 47)
+    return 99;
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+const char *perfev_nearest(const char *name, const void *items, size_t n, size_t stride)
+{
+  const char *best = NULL;
+  size_t bestd = 3;
+  for (size_t i = 0; i < n; i++) {
+    const char *cand = *(const char *const *)(const void *)((const char *)items + i * stride);
+    size_t d = cand ? distance(name, cand) : 99;
+    if (d < bestd) {
+      bestd = d;
+      best = cand;
+    }
+  }
+  return best;
+}
+
 /* ---- options tables ---- */
 
 /* "a, b and c": the names of opts, for the unknown-option message. */

@@ -4,6 +4,7 @@
 --   local pd = require "perfev.perfdata"
 --   local f = assert(pd.open("perf.data"))     -- or pd.open("-"), pd.open(io_file)
 --   for rec in f:records() do ... end          -- { order = "time", types = { "sample" } }
+--   for ip, tid, time in f:samples("ip", "tid", "time") do ... end   -- no table per sample
 --   f:attrs() ; f:features() ; f:header() ; f:close()
 --
 -- The header, attrs and features are read here; the records stream
@@ -139,15 +140,25 @@ local function check(self, method)
   if not self.r then options.raise("perfev.perfdata: the file is closed") end
 end
 
+-- The reader's records(o), its errors (a field name the selection does
+-- not know) raised at the caller's line.
+local function reader_records(self, o)
+  local ok, it = pcall(self.r.records, self.r, o)
+  if not ok then options.raise(options.strip(it)) end
+  return it
+end
+
 -- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
--- offsets = true }]) -> iterator of record tables
-local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean" }
+-- offsets = true, into = t, fields = { "ip", "tid", ... } }]) -> iterator
+-- of record tables (with fields and no into: of the samples' values)
+local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean", into = "table",
+                          fields = "table" }
 
 function File:records(opts)
   check(self, "records")
   if opts == nil then return self.r:records() end
   options.check(opts, RECORDS_OPTIONS, "perfev.perfdata: records()")
-  local o = { offsets = opts.offsets }
+  local o = { offsets = opts.offsets, into = opts.into, fields = opts.fields }
   if opts.order ~= nil and opts.order ~= "file" and opts.order ~= "time" then
     options.raisef("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s",
                    options.describe(opts.order))
@@ -163,7 +174,24 @@ function File:records(opts)
       o.types[i] = n
     end
   end
-  return self.r:records(o)
+  return reader_records(self, o)
+end
+
+-- f:samples(field, ... [, { order = "time" }]) -> iterator of the fields'
+-- values of every sample, in file order (or time order): no table per
+-- sample. f:records { fields = { field, ... } } with the options.
+function File:samples(...)
+  check(self, "samples")
+  local n, fields = select("#", ...), { ... }
+  local opts = fields[n]
+  if type(opts) == "table" then
+    fields[n] = nil
+  else
+    opts = {}
+  end
+  if #fields == 0 then options.raise("perfev.perfdata: samples(): name the fields, e.g. f:samples(\"ip\", \"tid\")") end
+  options.check(opts, { order = "string" }, "perfev.perfdata: samples()")
+  return self:records { fields = fields, order = opts.order, types = { "sample" } }
 end
 
 -- { { attr = <perfev.attr>, ids = { ... }, name = "cpu-clock" }, ... }
