@@ -1,90 +1,34 @@
--- bench/decode.lua: records per second the record decoder turns into Lua
--- tables, over a buffer of 100k+ samples (ip, tid, time, period, callchain)
--- that `perf record -g` captured, against a plain C loop over the same bytes
--- (bench/helper/rawdecode.c) measured in the same run, and against
--- `perf script` on the same file. The ratios are the claim; absolute rates
--- vary from machine to machine. Times are CPU times (perf script's: the
--- child process's user + system time).
+-- bench/decode.lua: records per second the record decoder gives Lua, over
+-- the data sections of two files `perf record` wrote here, against a plain
+-- C loop over the same bytes (bench/helper/rawdecode.c) measured in the
+-- same run, and against `perf script` on the same file:
+--   - callchains: `perf record -e cpu-clock -c 100000 -P -g` of a C program
+--     with frame pointers (ip, tid, time, period, callchain), 100k+ samples;
+--   - no callchains: `perf record -e cpu-clock -c 20000` (ip, tid, time;
+--     the period is the attr's), ~440k samples.
+-- Each perfev run reads ip, tid and time of every sample and sums them; the
+-- sum must equal the C loop's. The runs: a table per record, { into = t },
+-- the fields selected ({ fields = { "ip", "tid", "time" } }: values, no
+-- table), and the same with the callchain. The ratios are the claim;
+-- absolute rates vary from machine to machine. Times are CPU times (perf
+-- script's: the child process's user + system time), medians of ROUNDS.
 --   make bench
---   PERFEV_BENCH_DATA=perf.data   decode this file instead of capturing one
+--   PERFEV_BENCH_DATA=perf.data   decode this file instead of capturing them
 --   PERFEV_BENCH_ROUNDS=5         rounds (the median is printed)
+--   PERFEV_BENCH_SAMPLES=440000   samples in the file without callchains
 local perfev = require "perfev"
 local raw = require "rawdecode"
 local B = require "bench.support"
 local compat = require "perfev.compat"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 5
+local FLAT_SAMPLES = tonumber(os.getenv("PERFEV_BENCH_SAMPLES")) or 440000
 local SAMPLE = perfev.SAMPLE
 local clock = raw.cpu_ns
-
 local median, have = B.median, B.have
 
--- Whether a shell command succeeded.
-local function sh(cmd) return (select(2, B.sh(cmd))) end
-
--- ---- the input: a perf.data file, captured here unless given ----
-
--- A CPU-bound workload with frame pointers, so that callchains are real
--- (a few frames deep) rather than a frame-pointer walk through garbage.
-local BURN_C = [[
-#include <stdlib.h>
-#include <time.h>
-static volatile unsigned long sink;
-static unsigned long leaf(unsigned long x)
-{ for (int i = 0; i < 200; i++) x = x * 6364136223846793005ul + 1442695040888963407ul; return x; }
-static unsigned long rec(int depth, unsigned long x)
-{ return depth ? rec(depth - 1, x + 1) + 1 : leaf(x); }
-int main(int argc, char **argv)
-{
-  double secs = argc > 1 ? atof(argv[1]) : 2.5;
-  unsigned long x = 1;
-  while ((double)clock() / CLOCKS_PER_SEC < secs)
-    for (int i = 0; i < 1000; i++) x += rec((int)(x % 12), x);
-  sink = x;
-  return 0;
-}
-]]
-
--- The command perf records: 3 s of CPU, 120k to 150k samples at 20 us.
-local function workload(dir)
-  local src = dir .. "/burn.c"
-  local f = assert(io.open(src, "w"))
-  f:write(BURN_C)
-  f:close()
-  if have("cc") and sh(("cc -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o %s/burn %s")
-                       :format(dir, src)) then
-    return dir .. "/burn 3"
-  end
-  print("(no C compiler: the workload is a Lua loop, whose callchains are frame-pointer garbage)")
-  local lua = arg and arg[-1] or "lua5.4"
-  return lua .. [[ -e 'local s,x=os.clock()+3,0 while os.clock()<s do for i=1,1e4 do x=x+i%7 end end']]
-end
-
-local function capture(dir)
-  local path = dir .. "/perf.data"
-  local cmd = ("perf record -q -e cpu-clock -c 100000 -P -g -o %s -- %s >/dev/null 2>&1")
-              :format(path, workload(dir))
-  if not sh(cmd) then return nil, "perf record failed: " .. cmd end
-  return path
-end
-
--- Just enough of perf.data (tools/perf/Documentation/perf.data-file-format.txt)
--- for this benchmark: the header's attrs and data sections, and the one
--- attr's sample_type, read_format and sample_id_all.
-local function read_perf_data(path)
-  local s = assert(B.read_file(path))
-  local magic, _, attr_size, attrs_off, attrs_size, data_off, data_size =
-    compat.unpack("<c8I8I8I8I8I8I8", s)
-  assert(magic == "PERFILE2", path .. ": not a little-endian perf.data file")
-  assert(attrs_size == attr_size, path .. ": this benchmark reads files of one event")
-  local sample_type, read_format, flags = compat.unpack("<I8I8I8", s, attrs_off + 24 + 1)
-  local attr = perfev.attr { type = "software", sample_type = sample_type, read_format = read_format,
-                             sample_id_all = compat.band(compat.rshift(flags, 18), 1) == 1 }
-  return s:sub(data_off + 1, data_off + data_size), attr, sample_type
-end
-
--- Without perf: the same kind of samples built here (host byte order),
--- callchains of a user marker and 6 frames.
+-- Without perf: samples built here (host byte order), callchains of a
+-- user marker and 6 frames.
 local function synthetic(n)
   local st = compat.bor(SAMPLE.IP, SAMPLE.TID, SAMPLE.TIME, SAMPLE.PERIOD, SAMPLE.CALLCHAIN)
   local out = {}
@@ -96,9 +40,9 @@ local function synthetic(n)
   return table.concat(out), perfev.attr { sample_type = st }, st
 end
 
--- ---- the measurements ----
+-- ---- the perfev loops: each returns records, the sum of ip + tid + time, ns ----
 
-local function lua_rate(data, attr, opts)
+local function tables(data, attr, opts)
   collectgarbage()
   local sum, n = 0, 0
   local t0 = clock()
@@ -109,79 +53,142 @@ local function lua_rate(data, attr, opts)
   return n, sum, clock() - t0
 end
 
-local function main()
-  local dir = B.tmpdir()
-  local path, why = os.getenv("PERFEV_BENCH_DATA"), nil
-  if not path then
-    if B.have_perf() then
-      path, why = capture(dir)
-    else
-      why = "perf is not installed"
-    end
+local SELECTED = { fields = { "ip", "tid", "time" } }
+local function selected(data, attr)
+  collectgarbage()
+  local sum, n = 0, 0
+  local t0 = clock()
+  for ip, tid, time in perfev.decode(data, attr, SELECTED) do
+    n = n + 1
+    sum = sum + ip + tid + time
   end
-  local data, attr, st, source
-  if path then
-    data, attr, st = read_perf_data(path)
-    source = path == dir .. "/perf.data" and "perf record -e cpu-clock -c 100000 -P -g" or path
-  else
-    print("(" .. why .. ": decoding synthetic samples instead; perf script is skipped)")
-    data, attr, st = synthetic(120000)
-    source = "synthetic"
-  end
+  return n, sum, clock() - t0
+end
 
+local WITH_CHAIN = { fields = { "ip", "tid", "time", "callchain" } }
+local function selected_chain(data, attr)
+  collectgarbage()
+  local sum, n = 0, 0
+  local t0 = clock()
+  for ip, tid, time, chain in perfev.decode(data, attr, WITH_CHAIN) do
+    n = n + 1
+    sum = sum + ip + tid + time
+    if chain then sum = sum + #chain end
+  end
+  return n, sum, clock() - t0
+end
+
+-- Goals are printed as "goal: figure (met | NOT met)".
+local goals = {}
+local function goal(text, figure, met)
+  goals[#goals + 1] = ("  %-64s %-26s %s"):format(text, figure, met and "met" or "NOT met")
+end
+
+local function bench(title, path, data, attr, st)
   local records, samples, csum = raw.walk(data, st)
   local frames = 0
-  for rec in perfev.decode(data, attr) do
-    if rec.type == "sample" and rec.callchain then frames = frames + #rec.callchain end
+  for _, chain in perfev.decode(data, attr, { fields = { "ip", "callchain" } }) do
+    frames = frames + (chain and #chain or 0)
   end
-  print(("perfev decode benchmark: %d records (%d samples, %.1f frames a callchain), %.1f MB "
-         .. "from %s; median of %d rounds"):format(records, samples, frames / samples,
-         #data / 1e6, source, ROUNDS))
+  print(("%s: %d records (%d samples, %.1f frames a callchain), %.1f MB; median of %d rounds")
+        :format(title, records, samples, frames / math.max(samples, 1), #data / 1e6, ROUNDS))
 
   local reuse = { into = {} }
-  local c_ns, script_ns, alloc_ns, reuse_ns = {}, {}, {}, {}
-  local script = path and have("perf") and ("perf script -F ip,tid,time -i %s >/dev/null 2>&1"):format(path)
+  local runs = {
+    { "perfev.decode, a table per record", function() return tables(data, attr) end, records },
+    { "perfev.decode, { into = t } reused", function() return tables(data, attr, reuse) end, records },
+    { "perfev.decode, fields ip, tid, time (values)", function() return selected(data, attr) end, samples },
+  }
+  if frames > 0 then
+    runs[#runs + 1] = { "perfev.decode, fields ip, tid, time, callchain",
+                        function() return selected_chain(data, attr) end, samples }
+  end
+  local c_ns, script_ns, ns = {}, {}, {}
+  for i = 1, #runs do ns[i] = {} end
+  local script = path and have("perf") and ("perf script -F ip,tid,time -i %s >/dev/null 2>&1"):format(B.quote(path))
   for r = 1, ROUNDS do
     c_ns[r] = select(4, raw.walk(data, st))
-    local n, sum, ns = lua_rate(data, attr)
-    assert(n == records and sum == csum, "the decoder and the C loop disagree")
-    alloc_ns[r] = ns
-    n, sum, ns = lua_rate(data, attr, reuse)
-    assert(n == records and sum == csum, "the decoder (reusing a table) and the C loop disagree")
-    reuse_ns[r] = ns
+    for i, run in ipairs(runs) do
+      local n, sum, t = run[2]()
+      local want = csum
+      if run[1]:match("callchain") then want = csum + frames end
+      assert(n == run[3] and sum == want, run[1] .. ": perfev and the C loop disagree")
+      ns[i][r] = t
+    end
     if script then
       local t0 = raw.children_cpu_ns()
-      assert(sh(script), "perf script failed")
+      assert(B.sh(script), "perf script failed")
       script_ns[r] = raw.children_cpu_ns() - t0
     end
   end
 
   local c = median(c_ns)
-  local function row(label, ns)
-    local per = ns / records
-    print(("%-40s %10.3f M records/s %9.1f ns/record  ratio %8.1f"):format(label,
-          1e3 / per, per, ns / c))
+  local function row(label, t, n)
+    local per = t / n
+    print(("  %-48s %8.3f M/s %9.1f ns each  ratio %7.1f"):format(label, 1e3 / per, per, t / c))
+    return 1e3 / per
   end
-  row("C loop summing ip+tid+time (baseline)", c)
+  row("C loop summing ip+tid+time (baseline)", c, records)
   if script then
-    row("perf script -F ip,tid,time (process)", median(script_ns))
+    row("perf script -F ip,tid,time (process)", median(script_ns), records)
   else
-    print("perf script: skipped (" .. (have("perf") and "synthetic input" or "perf is not installed") .. ")")
+    print("  perf script: skipped (" .. (have("perf") and "synthetic input" or "perf is not installed") .. ")")
   end
-  row("perfev.decode, a table per record", median(alloc_ns))
-  row("perfev.decode, { into = t } reused", median(reuse_ns))
+  local rate = {}
+  for i, run in ipairs(runs) do rate[i] = row(run[1], median(ns[i]), run[3]) end
+  return rate, median(c_ns) / records, median(ns[3]) / samples
+end
 
-  for _, mode in ipairs { { "a table per record", nil }, { "{ into = t }", reuse } } do
+local function heap(data, attr)
+  for _, mode in ipairs { { "a table per record", nil }, { "{ into = t }", { into = {} } }, { "fields", SELECTED } } do
     collectgarbage()
     collectgarbage("stop")
     local before = collectgarbage("count")
-    for _ in perfev.decode(data, attr, mode[2]) do end
+    local n = 0
+    for _ in perfev.decode(data, attr, mode[2]) do n = n + 1 end
     local growth = collectgarbage("count") - before
     collectgarbage("restart")
-    print(("Lua heap growth, GC stopped, %-20s %10.1f KiB (%.2f bytes a record)"):format(
-          mode[1] .. ":", growth, growth * 1024 / records))
+    print(("  Lua heap growth, GC stopped, %-20s %10.1f KiB (%.2f bytes a record)"):format(
+          mode[1] .. ":", growth, growth * 1024 / n))
+  end
+end
+
+local function main()
+  local dir = B.tmpdir()
+  local given = os.getenv("PERFEV_BENCH_DATA")
+  local chain_path, flat_path
+  if given then
+    chain_path = given
+  elseif B.have_perf() then
+    local burn = B.burn(dir)
+    chain_path = B.record { file = dir .. "/chain.data", perf = "-e cpu-clock -c 100000 -P -g",
+                            workload = burn, secs = 3, samples = 100000 }
+    flat_path = B.record { file = dir .. "/flat.data", perf = "-e cpu-clock -c 20000",
+                           workload = burn, secs = 2, samples = FLAT_SAMPLES * 0.9 }
+  else
+    print("(perf is not installed: decoding synthetic samples instead; perf script is skipped)")
   end
 
+  local data, attr, st
+  if chain_path then data, attr, st = B.data(chain_path) else data, attr, st = synthetic(120000) end
+  local title = "with callchains (" .. (given or "perf record -e cpu-clock -c 100000 -P -g") .. ")"
+  local rate, c_per, sel_per = bench(title, chain_path, data, attr, st)
+  heap(data, attr)
+  goal("full decode into fresh tables >= 2M records/s (callchain file)", ("%.2fM/s"):format(rate[1]), rate[1] >= 2)
+  goal("full decode into a reused table >= 4M records/s (callchain file)", ("%.2fM/s"):format(rate[2]), rate[2] >= 4)
+  goal("fields ip, tid, time >= 10M samples/s (callchain file)", ("%.1fM/s"):format(rate[3]), rate[3] >= 10)
+  goal("fields ip, tid, time within 10x of the C loop (callchain file)",
+       ("%.1fx the C loop"):format(sel_per / c_per), sel_per / c_per <= 10)
+
+  if flat_path then
+    data, attr, st = B.data(flat_path)
+    local frate, fc, fsel = bench("no callchains (perf record -e cpu-clock -c 20000)", flat_path, data, attr, st)
+    goal("fields ip, tid, time >= 10M samples/s (no-callchain file)", ("%.1fM/s"):format(frate[3]), frate[3] >= 10)
+    goal("fields ip, tid, time within 10x of the C loop (no-callchain file)",
+         ("%.1fx the C loop"):format(fsel / fc), fsel / fc <= 10)
+  end
+  print("goals (issue 14):")
+  for _, g in ipairs(goals) do print(g) end
   B.rmdir(dir)
 end
 

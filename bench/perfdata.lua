@@ -1,17 +1,21 @@
--- bench/perfdata.lua: reading a perf.data file of 100k+ samples (written
--- here by `perf record -e cpu-clock -c 100000 -g`) with perfev against
--- `perf script -F ip,tid,time` on the same file, whole process against
--- whole process (interpreter and perf start-up included), printed as
--- ratios. perfev's runs touch ip, tid and time of every sample; one run
--- also prints them as perf script does, to /dev/null.
+-- bench/perfdata.lua: reading perf.data files with perfev against `perf
+-- script -F ip,tid,time` on the same file, whole process against whole
+-- process (interpreter and perf start-up included), CPU time (user +
+-- system) and wall time, medians of ROUNDS alternated runs, printed as
+-- ratios. Two files, written here by the recording set-up of bench/support:
+--   - no callchains: `perf record -e cpu-clock -c 20000`, ~440k samples;
+--   - callchains: `perf record -e cpu-clock -c 100000 -g`, 100k+ samples.
+-- perfev's runs touch ip, tid and time of every sample: f:samples (no
+-- table per sample) in time order, as perf script delivers them, and in
+-- file order; f:records tables; and f:samples printing them as perf script
+-- does, to /dev/null.
 --   make bench     (needs the perf tool; skipped without it)
-local pd = require "perfev.perfdata"
+--   PERFEV_BENCH_SAMPLES=440000   samples in the file without callchains
 local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 5
-local LUA = os.getenv("LUA") or "lua5.4"
-
-local sh, q = B.sh, B.quote
+local FLAT_SAMPLES = tonumber(os.getenv("PERFEV_BENCH_SAMPLES")) or 440000
+local q = B.quote
 
 if not B.have_perf() then
   print("bench/perfdata.lua: the perf tool is not installed (Debian: linux-perf); skipped")
@@ -19,67 +23,64 @@ if not B.have_perf() then
 end
 
 local dir = B.tmpdir()
-local file = dir .. "/perf.data"
+local burn = B.burn(dir)
 
-local function count_samples(path)
-  local f = assert(pd.open(path))
-  local n = 0
-  for _ in f:records { types = { "sample" } } do n = n + 1 end
-  f:close()
-  return n
+local function lua_cmd(file, body)
+  return B.lua_cmd(("local pd = require 'perfev.perfdata'; local f = assert(pd.open(%q)); %s"):format(file, body))
 end
 
--- A cpu-bound Lua loop of `secs` seconds, sampled every 10 us of cpu-clock.
-local samples, secs = 0, 1.5
-while samples < 100000 and secs < 20 do
-  local busy = ("local t = os.clock() local x = 0 while os.clock() - t < %g do " ..
-                "for i = 1, 1000 do x = x + i end end"):format(secs)
-  local out, ok = sh(("perf record -q -m 1024 -e cpu-clock -c 100000 -g -o %s -- %s -e %s 2>&1")
-                     :format(q(file), LUA, q(busy)))
-  assert(ok, "perf record failed: " .. out)
-  samples = count_samples(file)
-  secs = secs * 2
-end
-local fsize = tonumber((sh("stat -c %s " .. q(file)):gsub("%s+$", "")))
-
--- Wall-clock nanoseconds of a shell command, output discarded.
-local function wall(cmd)
-  local out = sh(("s=$(date +%%s%%N); %s >/dev/null 2>&1; e=$(date +%%s%%N); echo $((e - s))"):format(cmd))
-  return (assert(tonumber(out), "timing failed: " .. out))
-end
-
-local function lua_cmd(body)
-  local code = ("package.path = %q; package.cpath = %q; local pd = require 'perfev.perfdata'; " ..
-                "local f = assert(pd.open(%q)); %s"):format(package.path, package.cpath, file, body)
-  return LUA .. " -e " .. q(code)
+local function runs_for(file)
+  return {
+    { "perf script -F ip,tid,time", ("perf script -F ip,tid,time -i %s"):format(q(file)) },
+    { "perfev f:samples, time order (as perf script)", lua_cmd(file,
+        "local n = 0 for ip, tid, time in f:samples('ip', 'tid', 'time', { order = 'time' }) do " ..
+        "n = n + ip + tid + time end") },
+    { "perfev f:samples, file order", lua_cmd(file,
+        "local n = 0 for ip, tid, time in f:samples('ip', 'tid', 'time') do n = n + ip + tid + time end") },
+    { "perfev f:records tables, time order", lua_cmd(file,
+        "local n = 0 for r in f:records { order = 'time', types = { 'sample' } } do " ..
+        "n = n + r.ip + r.tid + r.time end") },
+    { "perfev f:samples, time order, printed", lua_cmd(file,
+        "local w, fmt = io.write, string.format " ..
+        "for ip, tid, time in f:samples('ip', 'tid', 'time', { order = 'time' }) do " ..
+        "w(fmt('%7d %d.%09d: %16x\\n', tid, math.floor(time / 1e9), time % 1000000000, ip)) end") },
+  }
 end
 
-local runs = {
-  { "perf script -F ip,tid,time", ("perf script -F ip,tid,time -i %s"):format(q(file)) },
-  { "perfev, time order (as perf script)", lua_cmd(
-      "local n = 0 for r in f:records { order = 'time', types = { 'sample' } } do " ..
-      "n = n + r.ip + r.tid + r.time end") },
-  { "perfev, file order", lua_cmd(
-      "local n = 0 for r in f:records { types = { 'sample' } } do n = n + r.ip + r.tid + r.time end") },
-  { "perfev, time order, printed like perf script", lua_cmd(
-      "local w, fmt = io.write, string.format for r in f:records { order = 'time', types = { 'sample' } } do " ..
-      "w(fmt('%7d %d.%09d: %16x\\n', r.tid, r.time // 1000000000, r.time % 1000000000, r.ip)) end") },
-}
+local goals = {}
 
-local median = B.median
-
-local times = {}
-for i = 1, #runs do times[i] = {} end
-for _ = 1, ROUNDS do   -- alternated, so that every run sees the same machine state
-  for i, r in ipairs(runs) do table.insert(times[i], wall(r[2])) end
+local function bench(title, file, samples, want)
+  local runs = runs_for(file)
+  local walls, cpus = {}, {}
+  for i = 1, #runs do walls[i], cpus[i] = {}, {} end
+  for _ = 1, ROUNDS do   -- alternated, so that every run sees the same machine state
+    for i, r in ipairs(runs) do
+      local w, c = B.run(r[2])
+      table.insert(walls[i], w)
+      table.insert(cpus[i], c)
+    end
+  end
+  print(("%s: %d samples, %.1f MB; median of %d whole-process runs")
+        :format(title, samples, B.size(file) / 1e6, ROUNDS))
+  local bw, bc = B.median(walls[1]), B.median(cpus[1])
+  print(("  %-48s %8.1f ms cpu %8.1f ms wall"):format(runs[1][1], bc / 1e6, bw / 1e6))
+  for i = 2, #runs do
+    local w, c = B.median(walls[i]), B.median(cpus[i])
+    print(("  %-48s %8.1f ms cpu %8.1f ms wall   %5.1fx faster (cpu), %5.1fx (wall)")
+          :format(runs[i][1], c / 1e6, w / 1e6, bc / c, bw / w))
+  end
+  local ratio = bc / B.median(cpus[2])
+  goals[#goals + 1] = ("  %-64s %-26s %s"):format(
+    ("f:samples ip, tid, time >= %dx faster than perf script (%s)"):format(want, title),
+    ("%.1fx (cpu), %.1fx (wall)"):format(ratio, bw / B.median(walls[2])), ratio >= want and "met" or "NOT met")
 end
 
-print(("perf.data: %d samples with callchains, %.1f MB; median of %d whole-process runs")
-      :format(samples, fsize / 1e6, ROUNDS))
-local base = median(times[1])
-print(("  %-46s %8.1f ms"):format(runs[1][1], base / 1e6))
-for i = 2, #runs do
-  local t = median(times[i])
-  print(("  %-46s %8.1f ms   %.1fx faster"):format(runs[i][1], t / 1e6, base / t))
-end
+local flat, nflat = B.record { file = dir .. "/flat.data", perf = "-e cpu-clock -c 20000",
+                               workload = burn, secs = 2, samples = FLAT_SAMPLES * 0.9 }
+bench("no callchains", flat, nflat, 5)
+local chain, nchain = B.record { file = dir .. "/chain.data", perf = "-m 1024 -e cpu-clock -c 100000 -g",
+                                 workload = burn, secs = 3, samples = 100000 }
+bench("callchains", chain, nchain, 8)
+print("goals (issue 14):")
+for _, g in ipairs(goals) do print(g) end
 B.rmdir(dir)

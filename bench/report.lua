@@ -9,12 +9,10 @@
 -- (rows and call graphs) and with `-g none` (rows), each against perfev's
 -- same view. Without root, a Lua loop sampled every 10 us (no callchains).
 --   make bench     (needs the perf tool; skipped without it)
-local core = require "perfev.core"
-local pd = require "perfev.perfdata"
 local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 3
-local LUA = os.getenv("LUA") or "lua5.4"
+local LUA = B.LUA
 local sh, q = B.sh, B.quote
 
 if not B.have_perf() then
@@ -24,47 +22,19 @@ end
 
 local dir = B.tmpdir()
 
-local function count_samples(path)
-  local f = assert(pd.open(path))
-  local n = 0
-  for _ in f:records { types = { "sample" } } do n = n + 1 end
-  f:close()
-  return n
-end
-
 local root = sh("id -u"):match("^0") ~= nil
 
--- Records until the file holds 100k samples.
+-- Records until the file holds 100k samples (bench/support's set-up).
 local function record(name, g)
-  local file = dir .. "/" .. name
-  local samples, secs = 0, 3
-  while samples < 100000 and secs < 60 do
-    local cmd
-    if root then
-      cmd = ("perf record -q -a %s -e cpu-clock -c 100000 -o %s -- sleep %g 2>&1")
-            :format(g and "-g" or "", q(file), secs)
-    else
-      local busy = ("local t = os.clock() local x = 0 while os.clock() - t < %g do " ..
-                    "for i = 1, 1000 do x = x + i end end"):format(secs / 3)
-      cmd = ("perf record -q -e cpu-clock -c 10000 -o %s -- %s -e %s 2>&1"):format(q(file), LUA, q(busy))
-    end
-    local out, ok = sh(cmd)
-    assert(ok, "perf record failed: " .. out)
-    samples = count_samples(file)
-    secs = secs * 2
+  if root then
+    return B.record { file = dir .. "/" .. name, perf = ("-a %s -e cpu-clock -c 100000"):format(g and "-g" or ""),
+                      workload = function(secs) return ("sleep %g"):format(secs) end, secs = 3, samples = 100000 }
   end
-  return file, samples
+  return B.record { file = dir .. "/" .. name, perf = "-e cpu-clock -c 10000",
+                    workload = function(secs) return B.lua_burn(secs / 3) end, secs = 3, samples = 100000 }
 end
 
--- Wall and CPU nanoseconds of a shell command, output discarded.
-local function run(cmd)
-  local u0, s0 = core.rusage("children")
-  local t0 = core.clock_ns()
-  sh(cmd .. " >/dev/null 2>&1")
-  local t1 = core.clock_ns()
-  local u1, s1 = core.rusage("children")
-  return t1 - t0, (u1 - u0) + (s1 - s0)
-end
+local run = B.run
 
 local function perfev_cmd(file, graph)
   local code = ("package.path = %q; package.cpath = %q; " ..
@@ -83,7 +53,7 @@ local function bench(title, file, samples, runs)
       table.insert(cpus[i], c)
     end
   end
-  local fsize = tonumber((sh("stat -c %s " .. q(file)):gsub("%s+$", "")))
+  local fsize = B.size(file)
   print(("%s: %d samples, %.1f MB; median of %d whole-process runs"):format(title, samples, fsize / 1e6, ROUNDS))
   for i, r in ipairs(runs) do
     local w, c = B.median(walls[i]), B.median(cpus[i])

@@ -765,6 +765,8 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   }
   set_header(&c, !c.sel ? ~0u : c.sel->values ? 0 : c.sel->hdr);
   set_extras(&c, x, li, off);
+  if (c.sel && !c.sel->values && fill.reuse)
+    perfev_fill_keep(&fill, c.sel);
   perfev_fill_end(&fill);
   perfev_decode_count_lost(d, h.type, rec, h.size);
   return li;

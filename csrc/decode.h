@@ -78,6 +78,7 @@ struct perfev_sel_plan {
   uint32_t rows;      /* the rows to walk for the fields without a fixed offset */
   uint16_t min_size;  /* the record must hold the fixed fields */
   uint8_t fast;       /* every field has a fixed offset (or none) */
+  uint16_t chain;     /* the callchain's offset, when it is fixed and asked for; 0: none */
   struct { uint16_t off; uint8_t how; } f[PERFEV_SELECT_MAX];
 };
 struct perfev_select {
@@ -89,6 +90,7 @@ struct perfev_select {
   uint32_t hdr;       /* header keys asked for: PERFEV_HDR_* bits */
   uint32_t extra;     /* extras asked for, by bit */
   int period;         /* period asked for (the attr's when the sample has none) */
+  lua_Integer chain_len;   /* frames in the reused callchain table (values mode) */
   struct perfev_sel_field f[PERFEV_SELECT_MAX];
   struct perfev_sel_plan plans[PERFEV_SELECT_PLANS];
 };
@@ -111,6 +113,8 @@ struct perfev_reuse {
 };
 /* Where the selected fields' key strings sit in the state's user value. */
 #define PERFEV_SEL_KEYS 1000
+/* ... and the callchain table values mode reuses. */
+#define PERFEV_SEL_CHAIN 999
 
 /* Reads what decoding needs from a. */
 void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id);

@@ -350,6 +350,22 @@ static void forget_stale(struct perfev_fill *f)
   st->dirty = 0;
 }
 
+void perfev_fill_keep(struct perfev_fill *f, const struct perfev_select *sel)
+{
+  size_t i, j, k, n = f->nkeys < PERFEV_REUSE_KEYS ? f->nkeys : PERFEV_REUSE_KEYS;
+  for (i = k = 0; i < n; i++) {
+    const char *name = f->keys[i].name;
+    int keep = !f->keys[i].lower && strcmp(name, "type") == 0;
+    for (j = 0; !keep && j < sel->n; j++)
+      keep = !f->keys[i].lower && (sel->f[j].name == name || strcmp(sel->f[j].name, name) == 0);
+    if (keep)
+      f->keys[k++] = f->keys[i];
+    else
+      drop_key(f, &f->keys[i]);
+  }
+  f->nkeys = k + (f->nkeys - n);
+}
+
 void perfev_fill_end(struct perfev_fill *f)
 {
   /* too many keys to list: st stays dirty, and the next record wipes the table */

@@ -26,6 +26,10 @@ struct perfev_fill {
  * alone on top of what was there. */
 void perfev_fill_begin(struct perfev_fill *f, lua_State *L, int state, int into);
 void perfev_fill_end(struct perfev_fill *f);
+/* Removes the keys of the record (being refilled) that sel does not ask
+ * for (rec.type stays): an op sets a key beside its own (callchain's
+ * callchain_contexts, data_src's mem). Nested tables are set aside. */
+void perfev_fill_keep(struct perfev_fill *f, const struct perfev_select *sel);
 
 /* Pushes the string k (a key or a value), from the key cache. */
 void perfev_fill_name(struct perfev_fill *f, const char *k);

@@ -19,7 +19,7 @@
 
 enum { K_ROW, K_PERIOD, K_TYPE, K_SIZE, K_MISC, K_CPUMODE, K_FLAG, K_EXTRA };
 enum { H_ABSENT, H_U64, H_S32, H_U32, H_PERIOD, H_TABLE, H_TYPE, H_SIZE, H_MISC, H_CPUMODE,
-       H_FLAG, H_EXTRA };
+       H_FLAG, H_EXTRA, H_CHAIN };
 #define NO_ROW 0xff
 
 const char *const perfev_extra_names[PERFEV_NEXTRA] = { "event", "offset" };
@@ -226,7 +226,12 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
       if (here) {
         int row = 31 - __builtin_clz(here);   /* the last row sets the key (id) */
         uint8_t op = perfev_sample_fields[row].op;
-        if (f->row != NO_ROW && off[row] >= 0 && (op == OP_U64 || op == OP_S32 || op == OP_U32)) {
+        if (op == OP_CALLCHAIN && f->row != NO_ROW && off[row] >= 0) {
+          how = H_CHAIN;   /* read in place into a reused table */
+          p->chain = (uint16_t)off[row];
+          if (off[row] + 8 > p->min_size)
+            p->min_size = (uint16_t)(off[row] + 8);
+        } else if (f->row != NO_ROW && off[row] >= 0 && (op == OP_U64 || op == OP_S32 || op == OP_U32)) {
           how = op == OP_U64 ? H_U64 : op == OP_S32 ? H_S32 : H_U32;
           p->f[j].off = (uint16_t)off[row];
           if (off[row] + (op == OP_U64 ? 8 : 4) > p->min_size)
@@ -318,6 +323,50 @@ static void push_value(lua_State *L, const struct perfev_sel_plan *p, size_t j,
   }
 }
 
+/* Whether the callchain at p->chain fits the record of size bytes. */
+static int chain_fits(const struct perfev_sel_plan *p, const unsigned char *rec, size_t size, int swap)
+{
+  uint64_t nr;
+  if (!p->chain)
+    return 1;
+  nr = perfev_ld64(rec + p->chain, swap);
+  return nr <= (size - p->chain - 8) / 8;
+}
+
+/* Pushes the callchain at p->chain as the state's one callchain table:
+ * the addresses without the PERF_CONTEXT_* markers, as a full decode's
+ * rec.callchain, the entries after them of the last sample removed. */
+static void push_chain(lua_State *L, struct perfev_select *sel, int state,
+                       const struct perfev_sel_plan *p, const unsigned char *rec, int swap)
+{
+  const unsigned char *w = rec + p->chain;
+  uint64_t nr = perfev_ld64(w, swap);
+  lua_Integer n = 0;
+  int t;
+  perfev_getiuservalue(L, state);
+  if (lua_rawgeti(L, -1, PERFEV_SEL_CHAIN) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 64, 0);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, PERFEV_SEL_CHAIN);
+    sel->chain_len = 0;
+  }
+  lua_remove(L, -2);
+  t = lua_gettop(L);
+  for (uint64_t i = 0; i < nr; i++) {
+    uint64_t ip = perfev_ld64(w + 8 + 8 * i, swap);
+    if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+      continue;
+    lua_pushinteger(L, (lua_Integer)ip);
+    lua_rawseti(L, t, ++n);
+  }
+  for (lua_Integer k = n + 1; k <= sel->chain_len; k++) {
+    lua_pushnil(L);
+    lua_rawseti(L, t, k);
+  }
+  sel->chain_len = n;
+}
+
 /* Values mode: pushes the selected fields of a sample, or skips a record
  * of another type (returns 0). */
 static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int into,
@@ -344,10 +393,11 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
   l = &d->layouts[li];
   p = plan_for(sel, l, li);
   luaL_checkstack(L, (int)sel->n + 4, "perfev.decode: too many fields");
-  if (!p->fast || h.size < p->min_size) {
+  if (!p->fast || h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap)) {
     /* a walk of the rows asked for; a record too short for its fixed
      * fields is walked whole, so that the decoder says what is wrong */
-    sel->rows_now = h.size < p->min_size ? sel->rows_all : p->rows;
+    int bad = h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap);
+    sel->rows_now = bad ? sel->rows_all : p->rows;
     perfev_decode_into(L, d, state, into, rec, h.size, off, NULL);
     t = lua_gettop(L);
     perfev_getiuservalue(L, state);
@@ -357,6 +407,8 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
     if (p->f[j].how == H_TABLE) {
       lua_rawgeti(L, uv, PERFEV_SEL_KEYS + (lua_Integer)j);
       lua_rawget(L, t);
+    } else if (p->f[j].how == H_CHAIN) {
+      push_chain(L, sel, state, p, rec, d->swap);
     } else {
       push_value(L, p, j, l, rec, d->swap, x, li, off);
     }

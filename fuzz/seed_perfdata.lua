@@ -108,13 +108,12 @@ local FLAGS = compat.bor(compat.lshift(1, 0), compat.lshift(1, 9), compat.lshift
     23))   -- disabled, comm, sample_id_all, mmap2
 
 local function trailer(e, time)
-  return pack(e .. "I4I4i8I4I4i8", 10, 11, time, 1, 0, ID)
+  return B.trailer(e, SAMPLE_TYPE, { pid = 10, tid = 11, time = time, cpu = 1, id = ID })
 end
 
 local function sample(e, time, ip, chain)
-  local body = pack(e .. "i8i8I4I4i8I4I4i8i8", ID, ip, 10, 11, time, 1, 0, 100003, #chain)
-  for _, v in ipairs(chain) do body = body .. pack(e .. "i8", v) end
-  return B.record(e, R.SAMPLE, 2, body)
+  return B.sample(e, SAMPLE_TYPE, { id = ID, ip = ip, pid = 10, tid = 11, time = time, cpu = 1,
+                                    period = 100003, callchain = chain })
 end
 
 local function synthetic(e)

@@ -42,13 +42,12 @@ end
 
 -- sample_id trailer for SAMPLE_TYPE: tid, time, cpu, identifier
 local function trailer(e, pid, tid, time, cpu)
-  return pack(e .. "I4I4i8I4I4i8", pid, tid, time, cpu, 0, ID)
+  return B.trailer(e, SAMPLE_TYPE, { pid = pid, tid = tid, time = time, cpu = cpu, id = ID })
 end
 
 local function sample(e, time, ip, chain)
-  local body = pack(e .. "i8i8I4I4i8I4I4i8i8", ID, ip, 10, 11, time, 1, 0, 100003, #chain)
-  for _, v in ipairs(chain) do body = body .. pack(e .. "i8", v) end
-  return B.record(e, R.SAMPLE, 2, body)
+  return B.sample(e, SAMPLE_TYPE, { id = ID, ip = ip, pid = 10, tid = 11, time = time, cpu = 1,
+                                    period = 100003, callchain = chain })
 end
 
 local function build(e)

@@ -4,7 +4,9 @@
 --   local B = require "spec.support.perfdata_build"
 --   local bytes = B.file(">", { attrs = {...}, records = {...}, features = {...} })
 local compat = require "perfev.compat"
+local core = require "perfev.core"
 local pack = compat.pack
+local S = core.SAMPLE
 
 local M = {}
 
@@ -53,6 +55,61 @@ function M.record(e, rtype, misc, body)
 end
 
 function M.cstr(s) return pad8(s .. "\0") end
+
+-- ---- samples and sample_id trailers of a sample_type ----
+
+local SAMPLE_BUILT = compat.bor(S.IDENTIFIER, S.IP, S.TID, S.TIME, S.ADDR, S.ID, S.STREAM_ID, S.CPU,
+                                S.PERIOD, S.CALLCHAIN, S.RAW)
+
+local function has(st, bit) return compat.band(st, bit) ~= 0 end
+
+-- The body of a sample of sample_type st (the bits of SAMPLE_BUILT), its
+-- fields from f = { id, ip, pid, tid, time, addr, stream_id, cpu, period,
+-- callchain = { ... }, raw = bytes }, in the kernel's order; absent: 0.
+function M.sample_body(e, st, f)
+  assert(compat.band(st, compat.bnot(SAMPLE_BUILT)) == 0, "perfdata_build.sample: a sample_type bit not built here")
+  local out = {}
+  local function u64(v) out[#out + 1] = pack(e .. "i8", v or 0) end
+  local function u32x2(a, b) out[#out + 1] = pack(e .. "I4I4", a or 0, b or 0) end
+  if has(st, S.IDENTIFIER) then u64(f.id) end
+  if has(st, S.IP) then u64(f.ip) end
+  if has(st, S.TID) then u32x2(f.pid, f.tid) end
+  if has(st, S.TIME) then u64(f.time) end
+  if has(st, S.ADDR) then u64(f.addr) end
+  if has(st, S.ID) then u64(f.id) end
+  if has(st, S.STREAM_ID) then u64(f.stream_id) end
+  if has(st, S.CPU) then u32x2(f.cpu, 0) end
+  if has(st, S.PERIOD) then u64(f.period) end
+  if has(st, S.CALLCHAIN) then
+    local chain = f.callchain or {}
+    u64(#chain)
+    for _, v in ipairs(chain) do u64(v) end
+  end
+  if has(st, S.RAW) then   -- u32 size, then the data padded so that both end at 8 bytes
+    local raw = f.raw or ""
+    raw = raw .. ("\0"):rep((8 - (4 + #raw) % 8) % 8)
+    out[#out + 1] = pack(e .. "I4", #raw) .. raw
+  end
+  return table.concat(out)
+end
+
+-- A sample record (misc: 2, user, unless given).
+function M.sample(e, st, f, misc)
+  return M.record(e, core.RECORD.SAMPLE, misc or 2, M.sample_body(e, st, f))
+end
+
+-- The sample_id trailer of a side-band record for sample_type st: pid,
+-- tid, time, id, stream_id, cpu, identifier as st selects them, from f.
+function M.trailer(e, st, f)
+  local out = {}
+  if has(st, S.TID) then out[#out + 1] = pack(e .. "I4I4", f.pid or 0, f.tid or 0) end
+  if has(st, S.TIME) then out[#out + 1] = pack(e .. "i8", f.time or 0) end
+  if has(st, S.ID) then out[#out + 1] = pack(e .. "i8", f.id or 0) end
+  if has(st, S.STREAM_ID) then out[#out + 1] = pack(e .. "i8", f.stream_id or 0) end
+  if has(st, S.CPU) then out[#out + 1] = pack(e .. "I4I4", f.cpu or 0, 0) end
+  if has(st, S.IDENTIFIER) then out[#out + 1] = pack(e .. "i8", f.id or 0) end
+  return table.concat(out)
+end
 
 -- struct perf_header_string: u32 len, then len bytes (NUL, padded to 64)
 function M.hstr(e, s)
