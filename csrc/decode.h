@@ -110,6 +110,9 @@ struct perfev_reuse {
   struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
   const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
   struct perfev_select sel;               /* the `fields` option */
+  /* perfev.decode's walk over its byte string (kept alive by its closure) */
+  const unsigned char *bytes;
+  size_t len, off;
 };
 /* Where the selected fields' key strings sit in the state's user value. */
 #define PERFEV_SEL_KEYS 1000

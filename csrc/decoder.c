@@ -151,15 +151,18 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
 
 #define DECODE_UPV_BYTES lua_upvalueindex(1)
 #define DECODE_UPV_DEC lua_upvalueindex(2)
-#define DECODE_UPV_OFF lua_upvalueindex(3)
-#define DECODE_UPV_INTO lua_upvalueindex(4)
-#define DECODE_UPV_STATE lua_upvalueindex(5)
+#define DECODE_UPV_INTO lua_upvalueindex(3)
+#define DECODE_UPV_STATE lua_upvalueindex(4)
 
+/* The iterator: the string and where it is are in the state (the string
+ * is kept alive by upvalue 1), so that a step reads no upvalue but the
+ * decoder and the state. */
 static int decode_next(lua_State *L)
 {
-  size_t len, off = (size_t)lua_tointeger(L, DECODE_UPV_OFF);
-  const unsigned char *s = (const unsigned char *)lua_tolstring(L, DECODE_UPV_BYTES, &len);
+  struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, DECODE_UPV_STATE);
   struct perfev_decoder *d = (struct perfev_decoder *)lua_touserdata(L, DECODE_UPV_DEC);
+  const unsigned char *s = st->bytes;
+  size_t len = st->len, off = st->off;
   struct perf_event_header h;
   int n = 0;
   while (n == 0) {   /* n is 0 for a record skipped (values of samples only) */
@@ -172,10 +175,9 @@ static int decode_next(lua_State *L)
       perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
     if (h.size > len - off)
       perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
+    st->off = off + h.size;
     n = perfev_iter_record(L, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off, NULL);
     off += h.size;
-    lua_pushinteger(L, (lua_Integer)off);
-    lua_replace(L, DECODE_UPV_OFF);
   }
   return n;
 }
@@ -263,18 +265,19 @@ struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *wh
 static int l_decode(lua_State *L)
 {
   struct perfev_decoder *d;
+  struct perfev_reuse *st;
   int top;
   luaL_checkstring(L, 1);
   lua_settop(L, 3);
   d = perfev_decoder_from(L, 2, "perfev.decode");
   top = lua_gettop(L);
-  perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
+  st = perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
+  st->bytes = (const unsigned char *)lua_tolstring(L, 1, &st->len);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, top);
-  lua_pushinteger(L, 0);
   lua_pushvalue(L, top + 1);
   lua_pushvalue(L, top + 2);
-  lua_pushcclosure(L, decode_next, 5);
+  lua_pushcclosure(L, decode_next, 4);
   return 1;
 }
 

@@ -392,7 +392,8 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
   }
   l = &d->layouts[li];
   p = plan_for(sel, l, li);
-  luaL_checkstack(L, (int)sel->n + 4, "perfev.decode: too many fields");
+  if (sel->n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
+    luaL_checkstack(L, (int)sel->n + 6, "perfev.decode: too many fields");
   if (!p->fast || h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap)) {
     /* a walk of the rows asked for; a record too short for its fixed
      * fields is walked whole, so that the decoder says what is wrong */
