@@ -29,6 +29,17 @@ print(("perfev.record: %d samples (%d lost), %d records, %d bytes -> %s")
 print(("  the workload returned %d"):format(r.results[1]))
 print(("open it with:\n  perf report -i %s\n  perf script -i %s"):format(output, output))
 
+-- read it back with only the fields needed: values, no table per sample
+-- (the callchain is one table refilled for every sample; doc/decoding.md)
+local f = assert(require("perfev.perfdata").open(output))
+local n, frames = 0, 0
+for _, chain in f:samples("ip", "callchain") do
+  n = n + 1
+  frames = frames + (chain and #chain or 0)
+end
+f:close()
+print(("read back with f:samples: %d samples, %.1f frames a callchain"):format(n, frames / math.max(n, 1)))
+
 if os.execute("perf version >/dev/null 2>&1") then
   print(("\n$ perf report --stdio --no-children --sort dso,sym -i %s | head -25"):format(output))
   local p = io.popen(("perf report --stdio --no-children --sort dso,sym -g none -i '%s' 2>/dev/null | " ..
