@@ -55,6 +55,8 @@ struct pd_queue {
   size_t opos;                        /* next of out to deliver */
   uint64_t seq, max_time, next_flush;
   size_t max_bytes;                   /* a half flush past this */
+  struct pd_qent *tmp;                /* the merge sort's scratch */
+  size_t cap_tmp;
 };
 /* 0, or ENOMEM. */
 int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint64_t time,

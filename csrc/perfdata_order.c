@@ -59,12 +59,42 @@ int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint
   return err;
 }
 
-static int by_time(const void *a, const void *b)
+/* Orders the entries by time, equal times in the order they are (their
+ * seq order: the queue keeps what waits sorted and appends newer records).
+ * A round is a few runs already in time order (one per ring buffer perf
+ * read), so a natural merge sort is linear in the common case: runs are
+ * found, then merged pairwise into tmp and back. */
+static int sort_by_time(struct pd_queue *q, struct pd_qent *e, size_t n)
 {
-  const struct pd_qent *x = a, *y = b;
-  if (x->time != y->time)
-    return x->time < y->time ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
+  struct pd_qent *a = e, *b;
+  size_t i, runs = 1;
+  for (i = 1; i < n; i++)
+    runs += e[i].time < e[i - 1].time;
+  if (runs == 1)
+    return 0;
+  if (reserve((void **)&q->tmp, &q->cap_tmp, n, sizeof *q->tmp))
+    return ENOMEM;
+  b = q->tmp;
+  while (runs > 1) {
+    size_t out = 0, lo = 0;
+    runs = 0;
+    while (lo < n) {   /* merge the run at lo with the next one */
+      size_t mid = lo + 1, hi, x, y;
+      while (mid < n && a[mid].time >= a[mid - 1].time)
+        mid++;
+      hi = mid < n ? mid + 1 : n;
+      while (hi < n && a[hi].time >= a[hi - 1].time)
+        hi++;
+      for (x = lo, y = mid; x < mid || y < hi;)
+        b[out++] = (y >= hi || (x < mid && a[x].time <= a[y].time)) ? a[x++] : a[y++];
+      runs++;
+      lo = hi;
+    }
+    { struct pd_qent *t = a; a = b; b = t; }
+  }
+  if (a != e)
+    memcpy(e, a, n * sizeof *e);
+  return 0;
 }
 
 /* Called when out has been delivered: out is rebuilt from scratch. */
@@ -80,7 +110,8 @@ int pd_queue_flush(struct pd_queue *q, int how)
       q->next_flush = q->max_time;
     return 0;
   }
-  qsort(w->ents, w->n, sizeof *w->ents, by_time);
+  if (sort_by_time(q, w->ents, w->n))
+    return ENOMEM;
   if (how == PD_FLUSH_FINAL)
     limit = UINT64_MAX;
   else if (how == PD_FLUSH_HALF)
@@ -127,6 +158,9 @@ static void arena_free(struct pd_arena *a)
 
 void pd_queue_free(struct pd_queue *q)
 {
+  free(q->tmp);
+  q->tmp = NULL;
+  q->cap_tmp = 0;
   arena_free(&q->wait);
   arena_free(&q->out);
   arena_free(&q->spare);
