@@ -97,12 +97,15 @@ static int sort_by_time(struct pd_queue *q, struct pd_qent *e, size_t n)
   return 0;
 }
 
-/* Called when out has been delivered: out is rebuilt from scratch. */
+/* Called when out has been delivered: out is rebuilt from scratch. The
+ * queue is sorted; the records due (a prefix) are delivered from the
+ * queue's own bytes, which out takes over, and only those that stay are
+ * copied into a new queue (spare's buffers). */
 int pd_queue_flush(struct pd_queue *q, int how)
 {
   struct pd_arena *w = &q->wait, *o = &q->out, *s = &q->spare, t;
   uint64_t limit = q->next_flush;
-  size_t i;
+  size_t i, due = 0;
   o->len = o->n = 0;
   q->opos = 0;
   if (w->n == 0) {
@@ -116,17 +119,21 @@ int pd_queue_flush(struct pd_queue *q, int how)
     limit = UINT64_MAX;
   else if (how == PD_FLUSH_HALF)
     limit = w->ents[0].time + (w->ents[w->n - 1].time - w->ents[0].time) / 2;
+  /* perf's limit 0 (before any round ended) releases nothing */
+  while (limit != 0 && due < w->n && w->ents[due].time <= limit)
+    due++;
   s->len = s->n = 0;
-  for (i = 0; i < w->n; i++) {
+  for (i = due; i < w->n; i++) {
     const struct pd_qent *e = &w->ents[i];
-    /* perf's limit 0 (before any round ended) releases nothing */
-    int due = limit != 0 && e->time <= limit;
-    if (arena_add(due ? o : s, w->bytes + e->at, e->len, e->time, e->seq, e->foff))
+    if (arena_add(s, w->bytes + e->at, e->len, e->time, e->seq, e->foff))
       return ENOMEM;
   }
-  t = *w;   /* what stays becomes the queue */
-  *w = *s;
+  t = *o;   /* delivered: its buffers are free */
+  *o = *w;
+  o->n = due;
+  *w = *s;   /* what stays is the queue */
   *s = t;
+  s->len = s->n = 0;
   if (how == PD_FLUSH_ROUND)
     q->next_flush = q->max_time;
   return 0;

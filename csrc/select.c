@@ -147,6 +147,8 @@ void perfev_select_compile(lua_State *L, int idx, int uv, struct perfev_select *
     luaL_error(L, "%s: option 'fields' must list 1 to %d field names, got %d", who,
                PERFEV_SELECT_MAX, (int)n);
   memset(sel, 0, sizeof *sel);
+  if (perfev_sample_nfields > 32)   /* rows are bits of a uint32_t */
+    luaL_error(L, "%s: the sample layout has more than 32 rows", who);
   for (size_t i = 0; i < n; i++) {
     struct perfev_sel_field *f = &sel->f[i];
     lua_rawgeti(L, idx, (lua_Integer)i + 1);

@@ -2,7 +2,8 @@
 -- time): called with perfev.core, the entries of fuzz/attrs.lua and the
 -- mode, it returns function(bytes, selector); the selector is an input's
 -- first byte.
---   decode:    decodes bytes under the selected attr; errors are expected
+--   decode:    decodes bytes under the selected attr (and, by a bit of the
+--              selector, only some fields); errors are expected
 --              (malformed input) and ignored by the C side: only crashes
 --              and sanitizer reports are bugs.
 --   roundtrip: for every record that decodes, encode must not raise,
@@ -51,9 +52,19 @@ local function options(sel, into)
   return o
 end
 
+-- With bit 5 of the selector, the decode target selects fields (values,
+-- or with into the table of those fields): the selection's in-place reads
+-- and its walks over the rows asked for, on the same malformed input.
+local FIELDS = { "type", "ip", "tid", "time", "callchain", "callchain_contexts", "raw", "read",
+                 "branch_stack", "regs_user", "regs_intr", "stack_user", "dyn_size", "weight", "var2_w",
+                 "data_src", "mem", "period", "cpu", "id", "stream_id", "addr", "aux", "cpumode",
+                 "exact_ip", "size", "phys_addr" }
+
 if mode == "decode" then
   return function(bytes, sel)
-    for _ in core.decode(bytes, attrs[(sel & 0x3f) % #attrs + 1], options(sel, true)) do end
+    local o = options(sel, true)
+    if sel & 0x20 ~= 0 then o.fields = FIELDS end
+    for _ in core.decode(bytes, attrs[(sel & 0x3f) % #attrs + 1], o) do end
   end
 end
 
