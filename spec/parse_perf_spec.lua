@@ -269,9 +269,15 @@ local function run_all(strings, command)
   local f = assert(io.open(list, "wb"))
   for i, s in ipairs(strings) do f:write(i, "\0", s, "\0") end
   f:close()
-  local cmd = command == "record" and "record -o \"$0/$1.data\"" or "stat"
-  sh(("xargs -0 -n 2 -P 8 sh -c '%s %s -vv -e \"$2\" true >\"$0/$1\" 2>&1; exit 0' %s < %s")
-     :format(PERF, cmd, dir, list))
+  -- perf record opens (and prints) its events before it execs the workload,
+  -- so a workload that cannot exec gives the same attrs without running
+  -- `true` under a 1 us or 10 ns cpu-clock period (14 s each, idle).
+  local cmd, workload = "stat", "true"
+  if command == "record" then
+    cmd, workload = "record -o \"$0/$1.data\"", "/nonexistent/perfev-no-workload"
+  end
+  sh(("xargs -0 -n 2 -P 8 sh -c '%s %s -vv -e \"$2\" %s >\"$0/$1\" 2>&1; exit 0' %s < %s")
+     :format(PERF, cmd, workload, dir, list))
   local out = {}
   for i = 1, #strings do out[i] = fs.read(dir .. "/" .. i) or "" end
   shell.rmdir(dir)
