@@ -14,7 +14,7 @@ static clockid_t clock_arg(lua_State *L, int idx)
   uint64_t v;
   if (lua_isnoneornil(L, idx))
     return CLOCK_MONOTONIC;
-  if (lua_type(L, idx) == LUA_TNUMBER)
+  if (perfev_isnum(L, idx))   /* a number, or a 64-bit cdata on LuaJIT */
     return (clockid_t)perfev_int_arg(L, idx, 0, "perfev.clock_ns", "clock id");
   if (!perfev_const_lookup(perfev_consts_get("CLOCK"), luaL_checkstring(L, idx), &v)) {
     char clip[PERFEV_CLIP];

@@ -296,8 +296,10 @@ local COMPARED = { "type", "config", "config1", "config2", "bp_type", "precise_i
                    "exclude_kernel", "exclude_hv", "exclude_idle", "exclude_host", "exclude_guest",
                    "pinned", "exclusive" }
 
+-- perf's numbers exact on every runtime (64-bit words above 2^53 too).
 local function tonum(s)
-  if s:match("^0x") then return compat.tointeger(tonumber(s:sub(3), 16)) or tonumber(s) end
+  if s:match("^0x%x+$") then return compat.hex64(s) end
+  if s:match("^%d+$") then return compat.dec64(s) end
   return compat.tointeger(tonumber(s))
 end
 

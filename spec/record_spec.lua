@@ -73,7 +73,7 @@ describe("perfev.record", function()
       pending("/proc/kallsyms shows no addresses here (kptr_restrict)")
       return
     end
-    assert.same({ "mmap", tonumber(text, 16), tonumber(text, 16), "[kernel.kallsyms]_text", 0xffffffff },
+    assert.same({ "mmap", compat.hex64(text), compat.hex64(text), "[kernel.kallsyms]_text", 0xffffffff },
                 { k.type, k.addr, k.pgoff, k.filename, k.pid })
   end)
 

@@ -11,11 +11,12 @@ local compat = require "perfev.compat"
 local compute = core._selfread_compute
 
 -- The man page's formulas, in Lua: integers wrap modulo 2^64 and >> is
--- logical, as u64 arithmetic in C.
+-- logical, as u64 arithmetic in C (compat's add/mul: exact on LuaJIT, where
+-- rem * mult is beyond 2^53).
 local function cyc_to_ns(cyc, mult, shift)
   local quot = compat.rshift(cyc, shift)
   local rem = compat.band(cyc, (compat.lshift(1, shift)) - 1)
-  return quot * mult + (compat.rshift(rem * mult, shift))
+  return compat.add(compat.mul(quot, mult), compat.rshift(compat.mul(rem, mult), shift))
 end
 
 local function sign_extend(v, width)
@@ -26,7 +27,7 @@ end
 
 local function scale(count, enabled, running)
   local quot, rem = compat.idiv(count, running), count % running
-  return quot * enabled + compat.idiv(rem * enabled, running)
+  return compat.add(compat.mul(quot, enabled), compat.idiv(compat.mul(rem, enabled), running))
 end
 
 describe("ring:read, the self-read through the metadata page", function()

@@ -18,7 +18,13 @@
 --   tointeger(v)            v as an exact integer, or nil (math.tointeger)
 --   maxinteger, mininteger  the int64 limits (int64_t cdata on LuaJIT)
 --   hex64(s), dec64(s)      a 64-bit constant from its text, exact everywhere
---                           (LuaJIT would round the literal 0xffffffff81000000)
+--                           (LuaJIT would round the literal 0xffffffff81000000);
+--                           hex64 takes the digits with or without 0x, as
+--                           /proc/PID/maps and /proc/kallsyms print them
+--   parse_u64(s)            the value of an unsigned decimal or 0x-hex text
+--                           when it fits in 64 bits, else nil (strtoull's range)
+--   add, sub, mul           integer arithmetic wrapping modulo 2^64, as Lua
+--                           5.3's integers (exact on LuaJIT beyond 2^53)
 --   u64(v)                  v as a 64-bit value (uint64_t cdata on LuaJIT)
 --   hex(v), udec(v)         exact unsigned hexadecimal / decimal text
 --   tostring(v)             exact decimal text (signed, as the value is held)
@@ -54,6 +60,36 @@ function M.variadic(f)
   end
 end
 
+-- The digits of a hex constant ("0x" optional) / a decimal one, or an
+-- error at the caller's caller.
+function M.hex_digits(s)
+  local h = type(s) == "string" and (s:match("^0[xX](%x+)$") or s:match("^(%x+)$"))
+  if not h then error("perfev.compat: not a hexadecimal constant: " .. tostring(s), 3) end
+  return h
+end
+function M.dec_digits(s)
+  if type(s) ~= "string" or not s:match("^%d+$") then
+    error("perfev.compat: not a decimal constant: " .. tostring(s), 3)
+  end
+  return s
+end
+
+-- parse_u64(text) -> the value of "123" or "0x7b" when it fits in 64 bits
+-- (as strtoull reads it), else nil; nil for any other text.
+local U64_MAX_DEC = "18446744073709551615"
+function M.parse_u64(text)
+  if type(text) ~= "string" then return nil end
+  local hex = text:match("^0[xX](%x+)$")
+  if hex then
+    if #hex:gsub("^0+", "") > 16 then return nil end
+    return M.hex64(hex)
+  end
+  if not text:match("^%d+$") then return nil end
+  local d = text:gsub("^0+", "")
+  if #d > #U64_MAX_DEC or (#d == #U64_MAX_DEC and d > U64_MAX_DEC) then return nil end
+  return M.dec64(d == "" and "0" or d)
+end
+
 if not M.luajit then
   -- Lua 5.3+: the native operators, compiled here so that LuaJIT never
   -- parses them.
@@ -70,16 +106,34 @@ if not M.luajit then
   M.math_type = math.type
   M.tointeger = math.tointeger
   M.maxinteger, M.mininteger = math.maxinteger, math.mininteger
-  -- the text's 64 bits as an integer (above 2^63: negative, as a u64 reads)
-  M.hex64 = function(s) return math.tointeger(tonumber(s)) end
+  -- the text's 64 bits as an integer (above 2^63: negative, as a u64 reads;
+  -- tonumber with a base wraps modulo 2^64)
+  M.hex64 = function(s) return tonumber(M.hex_digits(s), 16) end
   M.dec64 = function(s)
-    local v = math.tointeger(tonumber(s))
+    local v = math.tointeger(tonumber(M.dec_digits(s)))
     if v then return v end
     -- above 2^63 - 1: wrap as the u64 it is
     local r = 0
     for d in s:gmatch("%d") do r = r * 10 + tonumber(d) end
     return r
   end
+  local arith = assert(load([[
+    return function(a, b) return a + b end, function(a, b) return a - b end,
+           function(a, b) return a * b end
+  ]], "=perfev.compat"))
+  local add, sub, mul = arith()
+  -- integers wrap; an integral float counts as its integer (as on
+  -- LuaJIT), any other operand is refused
+  local function int2(f, name)
+    return function(a, b)
+      local ia, ib = math.tointeger(a), math.tointeger(b)
+      if not ia or not ib then
+        error(("perfev.compat.%s: expects two integers, got %s and %s"):format(name, tostring(a), tostring(b)), 2)
+      end
+      return f(ia, ib)
+    end
+  end
+  M.add, M.sub, M.mul = int2(add, "add"), int2(sub, "sub"), int2(mul, "mul")
   M.u64 = function(v) return M.tointeger(v) end
   M.hex = function(v) return ("%x"):format(v) end
   M.tostring = function(v)
@@ -207,15 +261,27 @@ local function digits64(s, base)
   for d in s:gmatch("%w") do v = v * base + tonum(d, 16) end
   return norm(v)
 end
-function M.hex64(s)
-  local h = s:match("^0[xX](%x+)$")
-  if not h then error("perfev.compat: not a hexadecimal constant: " .. tostring(s), 2) end
-  return digits64(h, 16)
+function M.hex64(s) return digits64(M.hex_digits(s), 16) end
+function M.dec64(s) return digits64(M.dec_digits(s), 10) end
+
+-- Integer arithmetic modulo 2^64: numbers while the result is exact, the
+-- 64-bit cdata arithmetic (which wraps) beyond.
+local function arith(name, op, exact)
+  return function(a, b)
+    if exact_number(a) and exact_number(b) then
+      local r = exact(a, b)
+      if r > -EXACT and r < EXACT then return r end   -- strictly: 2^53 + 1 rounds to 2^53
+    end
+    local ok, ua, ub = pcall(function() return to64(a), to64(b) end)
+    if not ok then
+      error(("perfev.compat.%s: expects two integers, got %s and %s"):format(name, tostring(a), tostring(b)), 2)
+    end
+    return norm(op(ua, ub))
+  end
 end
-function M.dec64(s)
-  if not s:match("^%d+$") then error("perfev.compat: not a decimal constant: " .. tostring(s), 2) end
-  return digits64(s, 10)
-end
+M.add = arith("add", function(a, b) return a + b end, function(a, b) return a + b end)
+M.sub = arith("sub", function(a, b) return a - b end, function(a, b) return a - b end)
+M.mul = arith("mul", function(a, b) return a * b end, function(a, b) return a * b end)
 
 function M.hex(v)
   if type(v) == "number" then

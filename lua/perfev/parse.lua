@@ -82,12 +82,11 @@ M.TERMS = T.TERMS
 ---------------------------------------------------------------------------
 -- events
 
--- numeric_value(word) -> the number a decimal or 0x-hex word spells | nil
-local toint = math.tointeger or function(x) return x end   -- LuaJIT: numbers are doubles
+-- numeric_value(word) -> the number a decimal or 0x-hex word spells (exact
+-- within 64 bits, on every runtime) | false beyond 64 bits | nil
 local function numeric_value(word)
-  local hex = word:match("^0x(%x+)$")
-  if hex then return #hex:gsub("^0+", "") <= 16 and (toint(tonumber(hex, 16)) or tonumber("0x" .. hex)) end
-  if word:match("^%d+$") then return toint(tonumber(word)) or tonumber(word) end
+  if not (word:match("^0x%x+$") or word:match("^%d+$")) then return nil end
+  return compat.parse_u64(word) or false
 end
 
 -- named(ev, name) -> ev, named name unless a name= term already named it
@@ -247,7 +246,7 @@ local TYPE_MAX = 0xffffffff
 
 function P:numeric_event(word, start, in_group)
   local t = numeric_value(word)
-  if t > TYPE_MAX then fail(start, ("the event type %s does not fit in 32 bits"):format(word)) end
+  if compat.ult(TYPE_MAX, t) then fail(start, ("the event type %s does not fit in 32 bits"):format(word)) end
   self.i = self.i + 1                       -- ':'
   self:ws()
   local config = self:number(("a config number after '%s:' (TYPE:CONFIG)"):format(word))

@@ -460,7 +460,9 @@ function S:read()
   return out
 end
 
--- /proc/PID/maps as mmap-like rows, for mappings made before the session.
+-- /proc/PID/maps as mmap-like rows, for mappings made before the session;
+-- an unnamed one is "//anon", as the kernel names it in mmap2 records (a
+-- JIT's machine code: LuaJIT's traces).
 local function proc_maps(self, pid)
   local m = self.proc_maps[pid]
   if m ~= nil then return m end
@@ -470,9 +472,11 @@ local function proc_maps(self, pid)
     m = {}
     for line in f:lines() do
       local lo, hi, off, path = line:match("^(%x+)-(%x+) %S+ (%x+) %S+ %S+%s*(.*)$")
-      if lo and path ~= "" then
-        local addr = tonumber(lo, 16)
-        m[#m + 1] = { addr = addr, len = tonumber(hi, 16) - addr, pgoff = tonumber(off, 16), filename = path }
+      if lo then
+        if path == "" then path = "//anon" end
+        local addr = compat.hex64(lo)   -- exact on every runtime (the vsyscall page)
+        m[#m + 1] = { addr = addr, len = compat.sub(compat.hex64(hi), addr), pgoff = compat.hex64(off),
+                      filename = path }
       end
     end
     f:close()
@@ -484,7 +488,7 @@ end
 local function find(list, ip)
   for i = #list, 1, -1 do   -- the newest mapping wins
     local m = list[i]
-    if not compat.ult(ip, m.addr) and compat.ult(ip - m.addr, m.len) then return m end
+    if not compat.ult(ip, m.addr) and compat.ult(compat.sub(ip, m.addr), m.len) then return m end
   end
   return nil
 end
@@ -503,7 +507,7 @@ function S:resolve(pid, ip)
     m = pm and find(pm, ip)
   end
   if not m then return nil end
-  return m.filename, ip - m.addr + m.pgoff, m
+  return m.filename, compat.add(compat.sub(ip, m.addr), m.pgoff), m
 end
 
 -- s:pids() -> the followed pids seen so far (a command's process and its
@@ -518,14 +522,22 @@ function S:pids()
 end
 
 -- s:wait() -> ok, how, code, output: the command's remaining output, then
--- its exit status as io.popen's close gives it.
+-- its exit status as Lua 5.3's io.popen close gives it, on every runtime
+-- (LuaJIT's close does not give it): read from /proc while the process is
+-- a zombie, as perf stat's command runner does.
 function S:wait()
   options.self(self, S, "perfev.sampler", "wait")
   if not self.stdout then fail("wait() is for a session started with 'command'") end
   local p = self.stdout
   self.stdout = nil
   local out = p:read("a")
+  local command = require "perfev.stat.command"   -- (it requires perfev: not at load time)
+  local status = self.pid and command.zombie_status(self.pid, self.watch)
   local ok, how, code = p:close()
+  if status then
+    how, code = command.decode_status(status)
+    ok = (how == "exit" and code == 0) or nil
+  end
   return ok, how, code, out
 end
 

@@ -58,14 +58,13 @@ function P:number(what)
   local v
   if hex then
     if self.s:sub(self.i + 1, self.i + 1) == "X" then self:fail("expected " .. what) end
-    local digits = hex:gsub("^0+", "")
-    if #digits > 16 then self:fail(what .. " does not fit in 64 bits", start) end
-    v = compat.hex64("0x" .. hex)
+    v = compat.parse_u64("0x" .. hex)
+    if not v then self:fail(what .. " does not fit in 64 bits", start) end
     self.i = self.i + 2 + #hex
   else
     local dec = self.s:match("^%d+", self.i)
     if not dec then self:fail(("expected %s, found %s"):format(what, self:found())) end
-    v = compat.tointeger(tonumber(dec))
+    v = compat.parse_u64(dec)
     if not v then self:fail(what .. " does not fit in 64 bits", start) end
     self.i = self.i + #dec
   end

@@ -58,10 +58,11 @@ function M.mmaps(pid, opts)
         local prot = 0
         for c in perms:sub(1, 3):gmatch("[rwx]") do prot = compat.bor(prot, PROT[c]) end
         if path == "" then path = "//anon" end
-        local addr = tonumber(lo, 16)
+        -- exact on every runtime: the vsyscall page is 0xffffffffff600000
+        local addr = compat.hex64(lo)
         out[#out + 1] = {
           type = "mmap2", misc = compat.bor(MISC_USER, exec and 0 or MISC_MMAP_DATA), pid = pid, tid = pid,
-          addr = addr, len = tonumber(hi, 16) - addr, pgoff = tonumber(off, 16),
+          addr = addr, len = compat.sub(compat.hex64(hi), addr), pgoff = compat.hex64(off),
           maj = tonumber(maj, 16), min = tonumber(min, 16), ino = compat.tointeger(tonumber(ino)),
           ino_generation = 0, prot = prot,
           flags = perms:sub(4, 4) == "s" and MAP_SHARED or MAP_PRIVATE,
@@ -91,13 +92,13 @@ function M.kernel()
   local text, etext
   for line in f:lines() do
     local addr, name = line:match("^(%x+) %a (%S+)$")
-    if name == "_text" then text = tonumber(addr, 16)
-    elseif name == "_etext" then etext = tonumber(addr, 16) end
+    if name == "_text" then text = compat.hex64(addr)
+    elseif name == "_etext" then etext = compat.hex64(addr) end
     if text and etext then break end
   end
   f:close()
   if not text or text == 0 or not etext then return nil end
-  return { type = "mmap", misc = MISC_KERNEL, pid = 0xffffffff, tid = 0, addr = text, len = etext - text,
+  return { type = "mmap", misc = MISC_KERNEL, pid = 0xffffffff, tid = 0, addr = text, len = compat.sub(etext, text),
            pgoff = text, filename = "[kernel.kallsyms]_text", sample_id = zero_id() }
 end
 

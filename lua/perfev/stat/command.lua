@@ -210,24 +210,31 @@ local function proc_stat(pid)
   return f
 end
 
--- The wait status of a zombie, once the task has fully exited (its state
--- is Z: every perf event of it has exited too, their counts are final).
-local function zombie_status(self)
+-- zombie_status(pid, ring) -> the wait status of child pid once the task
+-- has fully exited (its state is Z: every perf event of it has exited too,
+-- their counts are final), before its parent reaps it; ring: a watch ring
+-- on it, waited on between looks. Also perfev.sampler's s:wait().
+function M.zombie_status(pid, ring)
   for _ = 1, 1000 do
-    local f = proc_stat(self.pid)
+    local f = proc_stat(pid)
     if not f then return nil end
     if f[1] == "Z" or f[1] == "X" then return tonumber(f[50]) end
-    if self.watch then self.watch.ring:poll(1) else return nil end
+    if ring then ring:poll(1) else return nil end
   end
   return nil
 end
 
--- decode a wait status: "exit", code | "signal", number
+local function zombie_status(self)
+  return M.zombie_status(self.pid, self.watch and self.watch.ring)
+end
+
+-- decode_status(status) -> "exit", code | "signal", number
 local function decode(status)
   local low = status % 128
   if low == 0 then return "exit", math.floor(status / 256) % 256 end
   return "signal", low
 end
+M.decode_status = decode
 
 -- c:finish() -> how ("exit" | "signal"), code: after wait() said it
 -- exited; reaps the child.
