@@ -17,7 +17,10 @@
 /* Registers the class mt: the functions of meta (may be NULL) as its
  * metamethods and those of methods (may be NULL) in its __index table, or
  * under __methods when meta has its own __index. Every function gets the
- * metatable as upvalue 1 (perfev_self compares it). Sets __name. */
+ * metatable as upvalue 1 (perfev_self compares it). Sets __name. Every
+ * class prints as "mt(facts)": its own __tostring in meta says what
+ * matters (an event's name and fd), else a default names the class, the
+ * answers of its closed/running methods, and its address. */
 void perfev_class_register(lua_State *L, const char *mt, const luaL_Reg *meta,
                            const luaL_Reg *methods);
 /* Pushes the methods table of class mt (to add closures to it). */

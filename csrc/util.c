@@ -8,12 +8,58 @@
 
 /* Whether meta defines __index itself. Read from the list, not from the
  * metatable: a second luaopen (a new state's require) finds it filled. */
-static int has_index(const luaL_Reg *meta)
+static int has_meta(const luaL_Reg *meta, const char *name)
 {
   for (; meta && meta->name; meta++)
-    if (strcmp(meta->name, "__index") == 0)
+    if (strcmp(meta->name, name) == 0)
       return 1;
   return 0;
+}
+
+/* The state a class's own query methods tell, for the default __tostring:
+ * the method, and the words for a true and a false answer. */
+static const struct {
+  const char *method, *yes, *no;
+} STATE_QUERIES[] = {
+  { "closed", "closed", "open" },
+  { "running", "running", "stopped" },
+};
+
+/* __tostring of a class that gives none: its name, what its query methods
+ * answer (closed, running) and its address, e.g. "perfev.profiler(stopped,
+ * 0x5581...)": no perfev userdata prints as a bare "userdata: 0x...". A
+ * class with more to say (an event's name and fd, a ring's size) gives its
+ * own __tostring in meta, in the same "class(facts)" form. Upvalue 1: the
+ * metatable. */
+static int default_tostring(lua_State *L)
+{
+  int n = 0;
+  lua_settop(L, 1);
+  lua_getfield(L, lua_upvalueindex(1), "__name");                /* 2 */
+  if (lua_getfield(L, lua_upvalueindex(1), "__methods") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_getfield(L, lua_upvalueindex(1), "__index");            /* 3 */
+  }
+  lua_pushvalue(L, 2);
+  lua_pushliteral(L, "(");
+  n = 2;
+  for (size_t i = 0; lua_istable(L, 3) && i < sizeof STATE_QUERIES / sizeof STATE_QUERIES[0]; i++) {
+    if (lua_getfield(L, 3, STATE_QUERIES[i].method) != LUA_TFUNCTION) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushvalue(L, 1);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {   /* a state it cannot tell: left out */
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushfstring(L, "%s, ", lua_toboolean(L, -1) ? STATE_QUERIES[i].yes : STATE_QUERIES[i].no);
+    lua_remove(L, -2);
+    n++;
+  }
+  lua_pushfstring(L, "%p)", lua_topointer(L, 1));
+  lua_concat(L, n + 1);
+  return 1;
 }
 
 void perfev_class_register(lua_State *L, const char *mt, const luaL_Reg *meta,
@@ -26,13 +72,18 @@ void perfev_class_register(lua_State *L, const char *mt, const luaL_Reg *meta,
     lua_pushvalue(L, -1);
     luaL_setfuncs(L, meta, 1);
   }
+  if (!has_meta(meta, "__tostring")) {
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, default_tostring, 1);
+    lua_setfield(L, -2, "__tostring");
+  }
   if (methods) {
     lua_newtable(L);
     lua_pushvalue(L, -2);
     luaL_setfuncs(L, methods, 1);
     /* a class whose __index is a function (attr fields) finds its
      * methods under __methods */
-    lua_setfield(L, -2, has_index(meta) ? "__methods" : "__index");
+    lua_setfield(L, -2, has_meta(meta, "__index") ? "__methods" : "__index");
   }
   lua_pop(L, 1);
 }

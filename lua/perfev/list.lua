@@ -11,6 +11,10 @@
 -- tracepoints, one of them is probed and its answer given to all (the row
 -- then has probed = "one tracepoint for all").
 --
+-- Printed (tostring, the REPL), a listing of at most SHOWN (40) rows is
+-- perf list's text; a longer one is a summary: the kinds with their counts
+-- and how to filter. l:format() is always the whole text (`perfev list`).
+--
 -- filter: nil (everything); a kind ("hw", "hardware", "sw", "software",
 -- "tool", "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
 -- names; else a substring of names. opts: sysfs, tracefs (roots), probe
@@ -112,7 +116,8 @@ end
 local Listing = {}
 Listing.__index = Listing
 
-function Listing.__tostring(self)
+-- l:format() -> every row as perf list prints it
+function Listing.format(self)
   local out = {}
   for _, r in ipairs(self) do
     local name = r.name
@@ -121,6 +126,32 @@ function Listing.__tostring(self)
     local unit = r.unit and ("  [" .. r.unit .. (r.scale and (" x" .. r.scale) or "") .. "]") or ""
     out[#out + 1] = ("  %-50s [%s]%s%s"):format(name, LABEL[r.kind], unit, status)
   end
+  return table.concat(out, "\n")
+end
+
+M.SHOWN = 40
+local FILTER_OF = { hardware = "hw", software = "sw", tool = "tool", ["hw-cache"] = "cache",
+                    pmu = "pmu", tracepoint = "tracepoint" }
+
+-- The summary a long listing prints as: what the REPL shows of perfev.list().
+function Listing.__tostring(self)
+  if #self <= M.SHOWN then return self:format() end
+  local count, can, kinds = {}, {}, {}
+  local ncan = 0
+  for _, r in ipairs(self) do
+    if not count[r.kind] then count[r.kind] = 0; can[r.kind] = 0; kinds[#kinds + 1] = r.kind end
+    count[r.kind] = count[r.kind] + 1
+    if r.can_open then can[r.kind] = can[r.kind] + 1; ncan = ncan + 1 end
+  end
+  local probed_any = self[1].can_open ~= nil
+  local out = { ("perfev.list: %d events%s"):format(#self, probed_any and (", %d can open here"):format(ncan) or "") }
+  for _, k in ipairs(kinds) do
+    out[#out + 1] = ("  %-22s %5d  %-18s perfev.list(%q)"):format(LABEL[k], count[k],
+      probed_any and ("(%d can open)"):format(can[k]) or "", FILTER_OF[k])
+  end
+  out[#out + 1] = "filter: perfev.list(\"sched:*\") (a glob), perfev.list(\"fault\") (a substring);"
+  out[#out + 1] = ("l:format() prints all %d rows (as `perfev list`); each row: name, kind, aliases, can_open")
+                  :format(#self)
   return table.concat(out, "\n")
 end
 

@@ -213,6 +213,10 @@ end
 Profiler.__close = Profiler.close
 Profiler.__gc = Profiler.close
 
+function Profiler:__tostring()
+  return ("perfev.profile(%s, %s)"):format(tostring(self.event_name), self.running and "running" or "stopped")
+end
+
 M.Profiler = Profiler
 M.formats = output.FORMATS
 M.format_of = output.format_of

@@ -625,6 +625,12 @@ function Report:format(opts)
   return require("perfev.report.stdio").format(self, opts)
 end
 
+function Report:__tostring()
+  local names = {}
+  for i, ev in ipairs(self.events or {}) do names[i] = ("%s: %d samples"):format(ev.name, ev.samples) end
+  return ("perfev.report(%s; %s)"):format(self.path or "file handle", table.concat(names, ", "))
+end
+
 -- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message
 function M.report(src, opts)
   local rep, msg = M.open(src, opts)

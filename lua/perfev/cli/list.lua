@@ -15,7 +15,7 @@ function M.run(args)
     io.stderr:write(("perfev list: no event matches '%s'\n"):format(args.filter))
     return 1
   end
-  io.stdout:write(tostring(list))
+  io.stdout:write(list:format())
   return 0
 end
 
