@@ -301,10 +301,11 @@ check-valgrind: deps-check all spec-helpers $(if $(filter check,$(MAKECMDGOALS))
 	exit $$rc
 
 # ---- benchmarks ----
+# (./?/init.lua: bench.support, which LuaJIT's default path does not find)
 bench: all bench-helpers
 	@set -e; for f in $(sort $(wildcard bench/*.lua)); do \
 	  echo "== $$f"; \
-	  LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;build/bench/?.so;;' $(LUA) $$f; \
+	  LUA_PATH='$(RUN_LPATH);./?/init.lua;;' LUA_CPATH='build/?.so;build/bench/?.so;;' $(LUA) $$f; \
 	done
 
 # ---- luarocks, offline, into a temporary tree ----
