@@ -231,7 +231,7 @@ local function probe_terms(p, ev, terms, opts)
     elseif kind and not probe_keys.FORMAT_KEYS[t.key] then
       first = first or t
       if kind == "string" then
-        args[t.key] = t.str or tostring(t.value)
+        args[t.key] = t.str or compat.tostring(t.value)
       elseif t.value == nil then
         fail(t.vpos or t.pos, ("expected a number for '%s'"):format(t.key))
       else
