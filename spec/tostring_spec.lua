@@ -127,6 +127,10 @@ local LUA_OBJECTS = {
       local rep = assert(require("perfev.report").open(path))
       return rep, { path, "cpu-clock: " }
     end },
+  { "perfev.stat", function()
+      local r = assert(perfev.stat { function() u.burn(5) end, events = "task-clock" })
+      return r, { "Performance counter stats", "task-clock" }
+    end },
   { "perfev.profile", function()
       local p = perfev.profile { event = "cpu-clock", period = 1000000 }
       return p, { "cpu-clock", "stopped" }, function() p:close() end, false
@@ -135,7 +139,10 @@ local LUA_OBJECTS = {
 
 local function check(name, obj, facts, close, shows_closed)
   local s = tostring(obj)
-  local head = name == "perfev.attr" and "^%-+\nperf_event_attr:\n" or "^" .. escape(name) .. " ?%("
+  -- an attr prints as perf stat -vv's dump of it, a stat result as perf stat's text
+  local head = name == "perfev.attr" and "^%-+\nperf_event_attr:\n"
+               or name == "perfev.stat" and "Performance counter stats"
+               or "^" .. escape(name) .. " ?%("
   assert.matches(head, s, nil, false, name .. ": " .. s)
   for _, f in ipairs(facts) do assert.matches(f, s, 1, true, name .. " shows " .. f .. ": " .. s) end
   assert.is_nil(s:match(": 0x%x+$"), "not a bare address: " .. s)

@@ -478,7 +478,8 @@ function M.stat(opts)
     end
   end
   last_set:close()
-  return res
+  -- printed (the REPL), a result is perf stat's text
+  return setmetatable(res, { __tostring = function(r) return format.format(r) end })
 end
 
 M.format = format.format
