@@ -162,9 +162,12 @@ describe("perfev.record", function()
       local p = assert(io.popen(("%s -e 'while true do end' >/dev/null 2>&1 & echo $!"):format(lua)))
       local pid = compat.tointeger(tonumber(p:read("l")))
       p:close()
+      local killed = false
+      finally(function() if not killed then os.execute("kill " .. pid) end end)   -- also when record raises
       local path = dir .. "/pid.data"
       local r, msg = perfev.record { output = path, pid = pid, duration_ms = 300, period = 250000 }
       os.execute("kill " .. pid)
+      killed = true
       assert(r, msg)
       assert.equal(pid, r.pid)
       assert.is_true(r.samples > 5, "samples: " .. r.samples)
