@@ -8,11 +8,13 @@ local u = require "spec.support.util"
 
 local function escape(s) return (s:gsub("%p", "%%%0")) end
 
--- The C classes perfev.core registers: metatables named "perfev.*".
+-- The C classes perfev.core registers: metatables named "perfev.*" (not
+-- the spec helpers' "perfev.spec.*", which other spec files may have loaded).
 local function registered()
   local out = {}
   for k, v in pairs(debug.getregistry()) do
-    if type(k) == "string" and k:match("^perfev%.") and type(v) == "table" and v.__name == k then
+    if type(k) == "string" and k:match("^perfev%.") and not k:match("^perfev%.spec%.")
+       and type(v) == "table" and v.__name == k then
       out[#out + 1] = k
     end
   end
