@@ -33,6 +33,7 @@
 local elfsyms = require "perfev.elf"
 local buildid = require "perfev.perfdata.buildid"
 local kallsyms = require "perfev.symbols.kallsyms"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -433,7 +434,9 @@ local function entry(d, t, i, space, v)
     end
     return e
   end
-  local key = space .. tostring(v)
+  -- exact digits (LuaJIT's tostring gives 14 digits of a number: user
+  -- addresses near 2^47 would share a key)
+  local key = space .. compat.tostring(v)
   local e = d.raw[key]
   if not e then
     e = { dso = d, space = space, addr = v, symkey = key }
