@@ -10,8 +10,7 @@ local cjson = require "cjson"
 local LUA = u.lua_interpreter()
 local ROOT = u.trim(u.sh("pwd"))
 local BIN = ROOT .. "/bin/perfev"
-local ENV = ("env LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/build/?.so;;' ")
-            :format(ROOT, ROOT, ROOT)
+local ENV = u.lua_env()
 
 -- dd reads 64 MiB of zeros into one buffer: 16384 page faults and dd's
 -- start-up (about 16460 in all here, under perf and perfev alike)

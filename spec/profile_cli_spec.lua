@@ -2,11 +2,12 @@
 -- perfev dispatcher drives a subcommand module (summary, configure, run),
 -- in a child interpreter: exit codes, stderr, the files it writes.
 local shell = require "spec.support.shell"
+local u = require "spec.support.util"
 
 local LUA = os.getenv("LUA") or "lua5.4"
 -- LuaJIT runs the work 10-50 times faster: more rounds, as many samples
 local ROUNDS = LUA:match("luajit") and 20 or 1
-local ENV = "LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' "
+local ENV = u.lua_env()
 
 -- The launcher: a parser with one `profile` command, as the dispatcher makes.
 local LAUNCH = [[

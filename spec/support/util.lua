@@ -171,6 +171,13 @@ local function absolute_paths()
   return absolute(package.path), absolute(package.cpath)
 end
 
+-- "env LUA_PATH=... LUA_CPATH=... ": a child Lua finds the modules this
+-- process found (the ASan core under check-asan, LuaJIT's under LUA=luajit).
+function M.lua_env()
+  local lpath, cpath = absolute_paths()
+  return ("env LUA_PATH='%s' LUA_CPATH='%s' "):format(lpath, cpath)
+end
+
 -- Runs a Lua chunk in a child Lua with this process's module paths.
 -- prefix: shell commands run first (e.g. "ulimit -n 64"); as: a command
 -- that runs the rest as another user. Returns its stdout and stderr.
@@ -180,9 +187,7 @@ function M.run_lua(code, prefix, as)
   f:write(code)
   f:close()
   os.execute("chmod 0644 " .. tmp)
-  local lpath, cpath = absolute_paths()
-  local cmd = ("env LUA_PATH='%s' LUA_CPATH='%s' %s %s 2>&1"):format(lpath, cpath,
-              M.lua_interpreter(), tmp)
+  local cmd = ("%s%s %s 2>&1"):format(M.lua_env(), M.lua_interpreter(), tmp)
   if as then cmd = as .. " " .. cmd end
   if prefix then cmd = prefix .. "; " .. cmd end
   local out = M.sh(cmd)
