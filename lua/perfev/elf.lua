@@ -50,7 +50,7 @@ M.ET = { [1] = "relocatable", [2] = "executable", [3] = "shared object", [4] = "
 -- Little- and big-endian readers over a string (1-based positions).
 local function reader(be)
   local byte = string.byte
-  local r = {}
+  local r = { order = be and ">" or "<" }
   if be then
     function r.u16(s, p) local a, b = byte(s, p, p + 1); return a * 256 + b end
     function r.u32(s, p)
@@ -91,9 +91,17 @@ end
 local Elf = {}
 Elf.__index = Elf
 
--- Decodes one struct at p of s: fields is a list of { name, reader, offset }.
+-- Decodes one struct at p of s: fields is a list of { name, reader, offset }
+-- (and fields.fmt: the same fields as string.unpack reads them, in order,
+-- one call where Lua 5.3+ has it).
+local native_unpack = rawget(string, "unpack")
 local function struct(r, fields, s, p)
   local t = {}
+  if native_unpack and fields.fmt then
+    local v = { native_unpack(r.order .. fields.fmt, s, p) }
+    for i, fd in ipairs(fields) do t[fd[1]] = v[i] end
+    return t
+  end
   for _, fd in ipairs(fields) do t[fd[1]] = r[fd[2]](s, p + fd[3]) end
   return t
 end
@@ -105,9 +113,10 @@ local EHDR = { { "type", "u16", 16 }, { "machine", "u16", 18 }, { "version", "u3
                { "shstrndx", "u16", 62 } }
 local SHDR = { { "name", "u32", 0 }, { "type", "u32", 4 }, { "flags", "u64", 8 }, { "addr", "u64", 16 },
                { "offset", "u64", 24 }, { "size", "u64", 32 }, { "link", "u32", 40 }, { "info", "u32", 44 },
-               { "addralign", "u64", 48 }, { "entsize", "u64", 56 } }
+               { "addralign", "u64", 48 }, { "entsize", "u64", 56 }, fmt = "I4I4I8I8I8I8I4I4I8I8" }
 local PHDR = { { "type", "u32", 0 }, { "flags", "u32", 4 }, { "offset", "u64", 8 }, { "vaddr", "u64", 16 },
-               { "paddr", "u64", 24 }, { "filesz", "u64", 32 }, { "memsz", "u64", 40 }, { "align", "u64", 48 } }
+               { "paddr", "u64", 24 }, { "filesz", "u64", 32 }, { "memsz", "u64", 40 }, { "align", "u64", 48 },
+               fmt = "I4I4I8I8I8I8I8I8" }
 
 local function must(s, err) if not s then error(err, 0) end return s end
 

@@ -360,7 +360,13 @@ local function aggregate(self, f, opts)
   -- (not with the trace key: each sample's own)
   local last_tid, last_h, last_cpu, last_comm, last_ctx
   local reuse_ctx = not self.trace_events
-  for rec in f:records { order = "time", types = TYPES, offsets = bar and true or nil } do
+  -- samples bring only the fields used here, decoded into one table;
+  -- the other records come whole (doc/decoding.md's `fields`)
+  local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
+  if bar then fields[#fields + 1] = "offset" end
+  if self.trace_events then fields[#fields + 1] = "raw" end
+  local into = {}
+  for rec in f:records { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields } do
     local t = rec.type
     if t == "sample" then
       local h = by_name[rec.event] or hists[1]

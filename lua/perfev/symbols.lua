@@ -123,12 +123,13 @@ M.kernel_v = kernel_v
 -- Symbol tables: sorted parallel lists starts/ends/names (numbers as above).
 
 -- index of the symbol holding v, or nil (the last start <= v, if v < its end)
+local floor = math.floor
 local function find(t, v)
   local starts = t.starts
   local lo, hi = 1, t.n
   if hi == 0 or v < starts[1] then return nil end
   while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
+    local mid = floor((lo + hi + 1) / 2)
     if starts[mid] <= v then lo = mid else hi = mid - 1 end
   end
   if v < t.ends[lo] then return lo end
@@ -170,7 +171,7 @@ end
 
 -- The symbols of an ELF file: the first candidate with .symtab (and the
 -- right build id), else the .dynsym of the file that would run.
-local function load_elf(self, dso)
+local function load_elf_uncached(self, dso)
   local id = self.build_ids[dso.name]
   if not id then
     local info = elfsyms.inspect(dso.name)
@@ -194,6 +195,27 @@ local function load_elf(self, dso)
     return elfsyms.symbols(runtime.path, ".dynsym", runtime, runtime.path) or EMPTY
   end
   return EMPTY
+end
+
+-- Tables already read in this process, by (path, build id, where the
+-- caches are): a file whose build id is known is the same file whatever
+-- its path holds now. Without a build id nothing is kept (the file may
+-- change under its name). Weak values: a table lives while a report uses it.
+local loaded = setmetatable({}, { __mode = "v" })
+local function load_elf(self, dso)
+  local id = self.build_ids[dso.name]
+  local key = id and table.concat({ dso.name, id, self.debug_dir }, "\0")
+  local hit = key and loaded[key]
+  if hit then
+    dso.build_id, dso.origin = id, hit.origin
+    return hit
+  end
+  local t = load_elf_uncached(self, dso)
+  if key and t ~= EMPTY then
+    t.origin = dso.origin
+    loaded[key] = t
+  end
+  return t
 end
 
 -- /tmp/perf-PID.map: "START SIZE name" lines, in hex.
@@ -515,7 +537,19 @@ function Sym:resolve(pid, ip, mode, raw)
     else
       local off = m.ident and v or (v - m.start + m.pgoff)
       local t = self:table(m.dso)
-      local i = find(t, off)
+      -- each file offset is looked up once per table: processes of one
+      -- executable (and the libraries every process maps) share them
+      local i
+      if t.n > 0 then
+        local memo = t.memo
+        if not memo then memo = {}; t.memo = memo end
+        i = memo[off]
+        if i == nil then
+          i = find(t, off) or false
+          memo[off] = i
+        end
+        i = i or nil
+      end
       e = entry(m.dso, t, i, "u", (raw and not i) and v or off)
     end
   end
