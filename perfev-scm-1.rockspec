@@ -40,6 +40,7 @@ build = {
             "csrc/cursor.c",
             "csrc/decode.c",
             "csrc/decoder.c",
+            "csrc/elfsym.c",
             "csrc/encode.c",
             "csrc/encode_fields.c",
             "csrc/event.c",

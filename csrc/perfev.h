@@ -176,5 +176,6 @@ int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler*.c) */
 
 /* ---- perf.data reader (perfdata*.c) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
+int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (elfsym.c) */
 
 #endif

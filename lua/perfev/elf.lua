@@ -30,6 +30,9 @@
 -- byte orders are read. On LuaJIT, values above 2^53 (never an address of
 -- user space) lose precision.
 local compat = require "perfev.compat"
+-- the C core parses symbol tables when it is there (this file also runs without it)
+local core_ok, core = pcall(require, "perfev.core")
+if not core_ok then core = nil end
 local M = {}
 
 local SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_DYNSYM = 2, 3, 7, 11
@@ -211,6 +214,11 @@ local function read_table(e, f, sec, labels)
   local data = must(read_at(f, e.path, sec.offset, sec.size))
   local strings = must(read_at(f, e.path, strsec.offset, strsec.size))
   local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
+  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/elfsym.c)
+    local kinds = {}
+    for i, x in ipairs(secs) do kinds[i] = x.flags % 8 >= SHF_EXECINSTR and "\2" or "\1" end
+    return core.elf_symtab(data, strings, e.be, labels, table.concat(kinds))
+  end
   local list = {}
   -- Lua 5.3+: one string.unpack per symbol (fast); LuaJIT: the byte readers
   local unpack = compat.unpack

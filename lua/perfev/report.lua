@@ -494,6 +494,10 @@ local ENTRY_KEYS = {
   end,
 }
 
+-- The keys whose order is one field of the row, ascending (strings byte
+-- by byte, as perf's strcmp; numbers as numbers).
+local ASCENDING = { [keys.comm] = "comm", [keys.pid] = "tid", [keys.cpu] = "cpu" }
+
 -- rank_entry_keys(order, rows) -> order, where each run of consecutive
 -- entry keys is one comparison of two strings (each distinct entry's keys
 -- encoded once) instead of up to five comparator calls per pair of rows.
@@ -525,11 +529,7 @@ local function rank_entry_keys(order, rows)
     elseif not enc then
       for _, k in ipairs(run) do out[#out + 1] = k end
     else
-      out[#out + 1] = { cmp = function(a, b)
-        local x, y = enc[a.e], enc[b.e]
-        if x == y then return 0 end
-        return x < y and -1 or 1
-      end }
+      out[#out + 1] = { enc = enc }
     end
   end
   return out
@@ -560,18 +560,37 @@ local function sort_rows(self, rows)
     for _, k in ipairs(self.sortkeys) do order[#order + 1] = k end
   end
   for _, k in ipairs { "symbol", "address", "comm", "dso", "pid", "cpu" } do order[#order + 1] = keys[k] end
-  order = rank_entry_keys(order, rows)
-  -- the first key is a value: compared inline (it decides most pairs)
-  local first = order[1].field
-  local from = first and 2 or 1
+  -- a key met again can only tie (every key before it tied)
+  local seen, uniq = {}, {}
+  for _, k in ipairs(order) do
+    if not seen[k] then seen[k] = true; uniq[#uniq + 1] = k end
+  end
+  order = rank_entry_keys(uniq, rows)
+  -- keys of plain values compared inline: 1 a value (larger first), 2 a
+  -- field in ascending order, 3 an entry run's strings; 0 a comparator
+  local kinds, args, m = {}, {}, #order
+  for i, k in ipairs(order) do
+    if k.field then kinds[i], args[i] = 1, k.field
+    elseif ASCENDING[k] then kinds[i], args[i] = 2, ASCENDING[k]
+    elseif k.enc then kinds[i], args[i] = 3, k.enc
+    else kinds[i], args[i] = 0, k.cmp end
+  end
   local function less(a, b)
-    if first then
-      local x, y = a[first], b[first]
-      if x ~= y then return x > y end
-    end
-    for i = from, #order do
-      local c = order[i].cmp(a, b)
-      if c ~= 0 then return c < 0 end
+    for i = 1, m do
+      local kind, arg = kinds[i], args[i]
+      if kind == 1 then
+        local x, y = a[arg], b[arg]
+        if x ~= y then return x > y end
+      elseif kind == 2 then
+        local x, y = a[arg], b[arg]
+        if x ~= y then return x < y end
+      elseif kind == 3 then
+        local x, y = arg[a.e], arg[b.e]
+        if x ~= y then return x < y end
+      else
+        local c = arg(a, b)
+        if c ~= 0 then return c < 0 end
+      end
     end
     return false
   end
