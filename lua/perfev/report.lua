@@ -474,9 +474,14 @@ end
 -- encoder: a string whose byte order is the key's order (prefix-free, so
 -- that encodings can be concatenated), or nil where it cannot tell.
 local GROUP = { x = "0", k = "1", c = "2", u = "3" }
+local mtype = math.type   -- nil on LuaJIT
 local function hexnum(v)
-  if type(v) ~= "number" or v < 0 or v >= 2 ^ 53 then return nil end
-  return ("%014x"):format(v)
+  if type(v) ~= "number" then return nil end
+  if mtype and mtype(v) == "integer" then   -- any 64-bit integer: the sign, then its bits
+    return (v < 0 and "0" or "1") .. ("%016x"):format(v)
+  end
+  if v < 0 or v >= 2 ^ 53 then return nil end
+  return ("1%016x"):format(v)
 end
 local ENTRY_KEYS = {
   [keys.dso] = function(e) return (e.dso.nomap and "1" or "0") .. e.dso.short .. "\0" end,
