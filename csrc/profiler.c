@@ -61,6 +61,7 @@ struct profiler {
   volatile sig_atomic_t oom;
   uint64_t signals, hooks, samples, lost, weight, unattributed, truncated;
   struct prof_agg agg;
+  struct prof_agg taken;               /* what the last p:take() returned (swapped out) */
 };
 
 /* The profiler running on this thread. A signal handler receives no
@@ -140,36 +141,43 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 
 /* ---- the ring: the samples' periods (sample_type is PERIOD alone) ---- */
 
-/* Sums the periods of the samples the ring holds and consumes them: the
- * weight of the stack recorded now. A hook that comes late (a long C call)
- * gets all the samples taken meanwhile. */
-static uint64_t drain(struct profiler *p, uint64_t *nsamples)
+/* Sums the periods of the samples ring r holds (sample_type PERIOD alone)
+ * and consumes them; counts the samples in *n and adds the records lost to
+ * *lost. Shared by the hook engine and LuaJIT's (core.profiler_drain). */
+static uint64_t ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
 {
-  struct perf_event_mmap_page *pg = p->ring->page;
-  *nsamples = 0;
+  struct perf_event_mmap_page *pg = r->page;
+  *n = 0;
   if (!pg)                    /* the ring was closed first (finalizers at lua_close) */
     return 0;
-  uint64_t head = perfev_ring_head(p->ring);
-  uint64_t tail = pg->data_tail, w = 0, n = 0;
+  uint64_t head = perfev_ring_head(r);
+  uint64_t tail = pg->data_tail, w = 0;
   while (tail + sizeof(struct perf_event_header) <= head) {
     struct perf_event_header h;
-    perfev_ring_copy(p->ring, tail, &h, sizeof h);
+    perfev_ring_copy(r, tail, &h, sizeof h);
     if (h.size < sizeof h)
       break;                            /* cannot happen; never loop forever */
     uint64_t v;
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
-      perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
+      perfev_ring_copy(r, tail + sizeof h, &v, 8);
       w += v;
-      n++;
+      (*n)++;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      perfev_ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
-      p->lost += v;
+      perfev_ring_copy(r, tail + sizeof h + 8, &v, 8);
+      *lost += v;
     }
     tail += h.size;
   }
-  perfev_ring_consume(p->ring, tail);
-  p->samples += n;
-  *nsamples = n;
+  perfev_ring_consume(r, tail);
+  return w;
+}
+
+/* The weight of the stack recorded now: the periods the ring holds. A hook
+ * that comes late (a long C call) gets all the samples taken meanwhile. */
+static uint64_t drain(struct profiler *p, uint64_t *nsamples)
+{
+  uint64_t w = ring_periods(p->ring, nsamples, &p->lost);
+  p->samples += *nsamples;
   return w;
 }
 
@@ -581,12 +589,9 @@ static void set_u64(lua_State *L, const char *k, uint64_t v)
 /* p:read() -> { frames = { {name, source, linedefined, line, what} ... },
  *               stacks = { {frame ids, root first; weight, samples} ... },
  *               signals, hooks, samples, lost, weight, unattributed, truncated, signal } */
-static int l_read(lua_State *L)
+static void push_read(lua_State *L, const struct profiler *p, const struct prof_agg *agg)
 {
-  struct profiler *p = check_profiler(L);
-  if (p->oom)
-    return luaL_error(L, "perfev.profile: out of memory while recording stacks");
-  prof_agg_push(L, &p->agg);
+  prof_agg_push(L, agg);
   set_u64(L, "signals", p->signals);
   set_u64(L, "hooks", p->hooks);
   set_u64(L, "samples", p->samples);
@@ -595,7 +600,25 @@ static int l_read(lua_State *L)
   set_u64(L, "unattributed", p->unattributed);
   set_u64(L, "truncated", p->truncated);
   set_u64(L, "signal", (uint64_t)p->signo);
+}
+
+static int l_read(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  if (p->oom)
+    return luaL_error(L, "perfev.profile: out of memory while recording stacks");
+  push_read(L, p, &p->agg);
   return 1;
+}
+
+/* Zeroes the counts and hands the aggregation over to *out (p's own is
+ * left empty): what p:reset() drops and p:take() returns. */
+static void swap_out(struct profiler *p, struct prof_agg *out)
+{
+  *out = p->agg;
+  memset(&p->agg, 0, sizeof p->agg);
+  p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
+  p->oom = 0;
 }
 
 /* p:reset() -> p: the stacks and counts read so far are dropped (after a
@@ -603,10 +626,30 @@ static int l_read(lua_State *L)
 static int l_reset(lua_State *L)
 {
   struct profiler *p = check_profiler(L);
-  prof_agg_free(&p->agg);
-  p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
-  p->oom = 0;
+  struct prof_agg old;
+  swap_out(p, &old);
+  prof_agg_free(&old);
   lua_settop(L, 1);
+  return 1;
+}
+
+/* p:take() -> what p:read() gives, and p starts afresh: the stacks and
+ * counts are swapped out before the tables are built, so a hook that runs
+ * meanwhile (a finalizer run by the allocation of those tables) records
+ * into the next take, never into one being read or dropped. The stacks
+ * taken stay in p->taken until the next take or __gc (also if building
+ * the tables raises). */
+static int l_take(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  prof_agg_free(&p->taken);
+  struct profiler was = *p;       /* the counts, before they are zeroed */
+  swap_out(p, &p->taken);
+  if (was.oom) {
+    prof_agg_free(&p->taken);
+    return luaL_error(L, "perfev.profile: out of memory while recording stacks");
+  }
+  push_read(L, &was, &p->taken);
   return 1;
 }
 
@@ -633,6 +676,7 @@ static int l_gc(lua_State *L)
   struct profiler *p = check_profiler(L);
   stop(L, p);
   prof_agg_free(&p->agg);
+  prof_agg_free(&p->taken);
   luaL_unref(L, LUA_REGISTRYINDEX, p->names);
   p->names = LUA_NOREF;
   return 0;
@@ -790,6 +834,19 @@ static int l_route(lua_State *L)
   return 1;
 }
 
+/* core.profiler_drain(ring) -> weight, samples, lost: the periods of the
+ * samples ring holds (sample_type PERIOD alone), consumed; LuaJIT's engine
+ * weighs its samples with it (no record tables, no iterator). */
+static int l_drain(lua_State *L)
+{
+  struct perfev_ring *r = perfev_ring_self(L);
+  uint64_t n, lost = 0, w = ring_periods(r, &n, &lost);
+  lua_pushnumber(L, (lua_Number)w);
+  lua_pushnumber(L, (lua_Number)n);
+  lua_pushnumber(L, (lua_Number)lost);
+  return 3;
+}
+
 /* core.profiler_thread() -> the running thread: the main thread too, which
  * coroutine.running() gives as nil on Lua 5.1/LuaJIT (the jit engine walks
  * a coroutine's resumers down to it). */
@@ -803,7 +860,8 @@ int perfev_profiler_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
-    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "discard", l_discard },
+    { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "take", l_take },
+    { "discard", l_discard },
     { "running", l_running },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };
@@ -814,5 +872,7 @@ int perfev_profiler_open_lib(lua_State *L)
   lua_setfield(L, -2, "profiler_thread");
   lua_pushcfunction(L, l_route);
   lua_setfield(L, -2, "profiler_route");
+  lua_pushcfunction(L, l_drain);
+  lua_setfield(L, -2, "profiler_drain");
   return 0;
 }

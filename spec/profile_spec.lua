@@ -110,6 +110,37 @@ describe("perfev.profile", function()
     p:close()
   end)
 
+  -- p:take() while running, without a pause: every page fault the event
+  -- counted (one sample each, period 1, counted exactly) is in one take or
+  -- the last profile, as a stack's weight or unattributed (the hook
+  -- engine's take read, then reset: a sample in between was dropped)
+  local engines = JIT and { "hook", "jit" } or { "hook" }
+  local keep = {}   -- the strings stay until the last engine's run: fresh pages for each
+  for k, engine in ipairs(engines) do
+    it("takes profiles while running without dropping a sample (engine " .. engine .. ")", function()
+      if sigtrap_pending() then return end
+      local p = assert(perfev.profile { event = "page-faults", period = 1, engine = engine })
+      local sum, takes = 0, 0
+      p:start()
+      for _ = 1, 40 do
+        -- kept until the end: each round's strings are in fresh pages
+        for _ = 1, 64 do keep[#keep + 1] = string.rep("y", 4096 * 4 + #keep) end
+        local r = p.engine:take()
+        sum, takes = sum + r.weight + r.unattributed, takes + 1
+        assert.equal(0, r.lost)
+      end
+      p:stop()
+      if k == #engines then keep = {} end
+      local count = p.engine.ev:read()
+      sum = sum + p.raw.weight + p.raw.unattributed
+      assert.equal(0, p.raw.lost)
+      print(("\n  take (%s): %d takes, %.0f faults taken, %.0f counted"):format(engine, takes, sum, count))
+      assert.is_true(count >= 1000, "faults: " .. tostring(count))
+      assert.equal(count, sum)
+      p:close()
+    end)
+  end
+
   it("attributes page faults to the function that touches new memory", function()
     if sigtrap_pending() then return end
     -- 40 MiB strings: above glibc's largest mmap threshold (32 MiB), so

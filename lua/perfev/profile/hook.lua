@@ -100,10 +100,11 @@ function Engine:pause()
 end
 function Engine:resume() self.ev:enable() end
 
--- the samples so far, and a new start for the next ones
+-- the samples so far, and a new start for the next ones: one C call that
+-- swaps the stacks out, so no sample lands between the read and the reset
 function Engine:take()
-  local r = self:read()
-  self.p:reset()
+  local r = self.p:take()
+  r.mode = self.mode
   return r
 end
 

@@ -89,7 +89,8 @@ function M.collector(jp, weigh, opts)
   local c = { chain = {}, names = setmetatable({}, { __mode = "k" }) }
   -- c.reset(): no samples yet (start, and after each take)
   function c.reset()
-    c.frames, c.byframe, c.stacks, c.bystack = {}, {}, {}, {}
+    c.frames, c.byframe, c.stacks, c.bystack, c.bysig = {}, {}, {}, {}, {}
+    c.truncates = {}
     c.samples, c.weight, c.unattributed, c.signals, c.hooks, c.lost, c.truncated = 0, 0, 0, 0, 0, 0, 0
   end
   c.reset()
@@ -136,12 +137,35 @@ function M.collector(jp, weigh, opts)
       if d.func == fn then return lv end
     end
   end
+  -- A sample's signature: jit.profile.dumpstack's string of the running
+  -- thread's frames and of each resumer's down the chain (function name
+  -- and running line of each level, built in C), with the VM state. The
+  -- same signature gives the same stack: debug.getinfo walks a stack the
+  -- first time its signature is seen; after that a sample costs the
+  -- signature and a table look-up, no table built.
+  local dump = jp.dumpstack
+  local function signature(thread, vmstate)
+    local sig = vmstate .. dump(thread, "pfl\1", MAX_FRAMES)
+    for i = #c.chain, 1, -1 do
+      sig = sig .. "\2" .. dump(c.chain[i].resumer, "pfl\1", MAX_FRAMES)
+    end
+    return sig
+  end
   local function on_sample(thread, samples, vmstate)
     if c.paused then return end          -- the event is disabled meanwhile: nothing counted
+    if c.taking then return end          -- c.take(): the ring keeps the weight for the next sample
     local w, lost = weigh()
     c.lost = c.lost + (lost or 0)
     c.signals = c.signals + samples
     if w <= 0 then return end
+    local sig = dump and signature(thread, vmstate)
+    local st = sig and c.bysig[sig]
+    if st then
+      st.weight, st.samples = st.weight + w, st.samples + 1
+      c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
+      if c.truncates[st] then c.truncated = c.truncated + 1 end
+      return
+    end
     local ids = {}
     local state = STATES[vmstate]
     if state then ids[1] = frame_id(state, "", -1, -1, "C") end
@@ -164,12 +188,16 @@ function M.collector(jp, weigh, opts)
     local n = #ids
     for i = 1, math.floor(n / 2) do ids[i], ids[n + 1 - i] = ids[n + 1 - i], ids[i] end   -- root first
     local k = table.concat(ids, ",")
-    local st = c.bystack[k]
+    st = c.bystack[k]
     if not st then
       st = { weight = 0, samples = 0 }
       for i, id in ipairs(ids) do st[i] = id end
       c.stacks[#c.stacks + 1] = st
       c.bystack[k] = st
+    end
+    if sig then
+      c.bysig[sig] = st
+      if full then c.truncates[st] = true end
     end
     st.weight, st.samples = st.weight + w, st.samples + 1
     c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
@@ -230,6 +258,16 @@ function M.collector(jp, weigh, opts)
     c.unattributed = c.unattributed + weigh()
     c.paused = false
   end
+  -- c.take(): c.read() and c.reset() with no sample recorded in between
+  -- (jit.profile's callback can run at any line): a sample meanwhile
+  -- leaves its periods in the ring, weighed by the next one
+  function c.take()
+    c.taking = true
+    local r = c.read()
+    c.reset()
+    c.taking = false
+    return r
+  end
   function c.read()
     return { frames = c.frames, stacks = c.stacks, samples = c.samples, weight = c.weight,
              unattributed = c.unattributed, signals = c.signals, hooks = c.hooks, lost = c.lost,
@@ -278,23 +316,19 @@ function M.new(o)
                         attr_type = a.type, attr_config = a.config }, Engine)
 end
 
--- The samples' periods the ring holds (consumed), and the records lost.
-local function drain(ring)
-  local w, lost = 0, 0
-  for rec in ring:records() do
-    if rec.type == "sample" then w = w + tonumber(rec.period)
-    elseif rec.type == "lost" then lost = lost + tonumber(rec.lost) end
-  end
-  return w, lost
-end
-
 -- jit.profile's own timer, made too slow to fire: the event is the clock
 local NO_TIMER_MS = 3600000
 
 function Engine:start()
   local core = require "perfev.core"
   local ring = self.ring
-  self.c = M.collector(self.jp, function() return drain(ring) end, { main = core.profiler_thread() })
+  -- the samples' periods the ring holds, summed and consumed in C (no
+  -- record tables), and the records lost
+  local drain = core.profiler_drain
+  self.c = M.collector(self.jp, function()
+    local w, _, lost = drain(ring)
+    return w, lost
+  end, { main = core.profiler_thread() })
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
   local resume, wrap = self.c.wrappers(co.resume, co.wrap)
@@ -343,9 +377,8 @@ end
 
 -- the samples so far, and a new start for the next ones
 function Engine:take()
-  local r = self:read()
-  self.c.reset()
-  return r
+  if not self.c then return self:read() end
+  return self.c.take()
 end
 
 function Engine:read()
