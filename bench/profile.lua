@@ -13,8 +13,11 @@
 local B = require "bench.support"
 
 local ROUNDS = tonumber(arg and arg[1]) or 5
-local N = tonumber(os.getenv("PERFEV_BENCH_N")) or 8000000
 local LUA = os.getenv("LUA") or "lua5.4"
+-- LuaJIT runs the workload ~5 times faster: 5 times the iterations keep
+-- its runs as long (a run's length in traces varies by ~1.5x from one
+-- process to the next: more samples per run make the cost stand out)
+local N = tonumber(os.getenv("PERFEV_BENCH_N")) or (LUA:find("luajit") and 40000000 or 8000000)
 local ENV = "LUA_PATH='lua/?.lua;lua/?/init.lua;./?/init.lua;;' LUA_CPATH='build/?.so;;' "
 
 -- ---- the workload, in the child: `bench/profile.lua --workload [perfev HZ]` ----
@@ -51,22 +54,28 @@ local function child(cmd)
   return tonumber(cpu), tonumber(samples), out
 end
 
+-- Address-space randomization off for the runs (setarch -R), when the
+-- tool is there: with it on, LuaJIT's runs of the same workload took
+-- 0.66 s or 1.0 s by process (where its machine code landed), a spread
+-- larger than what is measured; off: 0.60-0.67 s.
+local NORAND = B.sh("setarch -R true 2>/dev/null && echo yes"):find("yes") and "setarch -R " or ""
 local self = debug.getinfo(1, "S").short_src
 local dir = B.tmpdir()
-local function base() return child(ENV .. LUA .. " " .. self .. " --workload") end
-local function perfev(hz) return child(("%s%s %s --workload perfev %d"):format(ENV, LUA, self, hz)) end
+local function base() return child(ENV .. NORAND .. LUA .. " " .. self .. " --workload") end
+local function perfev(hz) return child(("%s%s%s %s --workload perfev %d"):format(ENV, NORAND, LUA, self, hz)) end
 local function perf(hz)
   local data = dir .. "/perf.data"
-  local cpu, _, out = child(("%sperf record -q -F %d -o %s -- %s %s --workload 2>&1; "
+  local cpu, _, out = child(("%sperf record -q -F %d -o %s -- %s%s %s --workload 2>&1; "
                              .. "echo S $(perf script -i %s -F ip 2>/dev/null | wc -l)")
-                            :format(ENV, hz, data, LUA, self, data))
+                            :format(ENV, hz, data, NORAND, LUA, self, data))
   local n = tonumber(out:match("\nS (%d+)") or out:match("^S (%d+)"))
   return cpu, n or 0
 end
 
 local have_perf = B.have_perf()
-print(("perfev.profile overhead: %d workload iterations, %s, median of %d rounds%s")
-      :format(N, LUA, ROUNDS, have_perf and "" or " (no perf tool: perf record left out)"))
+print(("perfev.profile overhead: %d workload iterations, %s, median of %d rounds%s%s")
+      :format(N, LUA, ROUNDS, have_perf and "" or " (no perf tool: perf record left out)",
+              NORAND ~= "" and ", ASLR off (setarch -R)" or ""))
 -- 9999 Hz besides the two rates asked for: at 99 Hz the cost hides in
 -- the machine's noise; at 10 kHz the cost per sample stands out of it.
 for _, hz in ipairs { 99, 999, 9999 } do
