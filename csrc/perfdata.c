@@ -57,6 +57,7 @@ static void add_warning(lua_State *L, int idx, struct pd_reader *r)
 
 static void release(struct pd_reader *r)
 {
+  pd_unmap(r);
   free(r->buf);
   free(r->zbuf);
   free(r->lx);
@@ -440,7 +441,7 @@ static int iter_next(lua_State *L)
     /* perf delivers at once what has no time (or time 0: synthesized) */
     if (it->order && decoder(L, IT_UPV_READER, r) &&
         (t = time_of(r, rec, len, type)) != PD_NONE && t != 0) {
-      if (pd_queue_push(&r->q, rec, len, t, foff))
+      if (pd_queue_push(&r->q, rec, len, t, foff, r->map && !inflated))
         queue_oom(L, r);
       continue;
     }
@@ -584,15 +585,16 @@ static int l_close(lua_State *L)
 }
 
 /* core.perfdata_reader(file, { name =, start =, size =, swap =, pipe =,
- * seekable =, bufsize =, max_queue =, warnings = }): size nil reads to the
- * end; warnings: a list the reader adds its warnings to. */
+ * seekable =, bufsize =, max_queue =, warnings =, mmap = }): size nil reads
+ * to the end; warnings: a list the reader adds its warnings to; mmap =
+ * false reads a regular file through stdio rather than mapping it. */
 static int l_reader(lua_State *L)
 {
   static const struct perfev_opt opts[] = {
     { "name", LUA_TSTRING }, { "start", LUA_TNUMBER }, { "size", LUA_TNUMBER },
     { "swap", LUA_TBOOLEAN }, { "pipe", LUA_TBOOLEAN }, { "seekable", LUA_TBOOLEAN },
     { "bufsize", LUA_TNUMBER }, { "max_queue", LUA_TNUMBER }, { "warnings", LUA_TTABLE },
-    { NULL, 0 }
+    { "mmap", LUA_TBOOLEAN }, { NULL, 0 }
   };
   perfev_stream *s = perfev_checkstream(L, 1);
   struct pd_reader *r;
@@ -625,6 +627,7 @@ static int l_reader(lua_State *L)
   if (!r->buf)
     return luaL_error(L, "perfev.perfdata: out of memory");
   r->closed = 0;
+  r->win = r->buf;
   r->cap = (size_t)bufsize;
   r->stream = s;
   name = lua_istable(L, 2) && lua_getfield(L, 2, "name") == LUA_TSTRING ? lua_tostring(L, -1)
@@ -641,6 +644,8 @@ static int l_reader(lua_State *L)
   if (r->seekable && fseeko(perfev_stream_file(s), (off_t)r->start, SEEK_SET) != 0)
     return pd_error(L, r, "cannot seek to the data at offset %" PRIu64 ": %s", r->start,
                     strerror(errno));
+  if (perfev_opt_bool(L, 2, "mmap", 1))
+    pd_map(r);
   return 1;
 }
 

@@ -41,12 +41,14 @@ const char *pd_zstd_inflate(struct pd_zstd *z, const unsigned char *in, size_t n
 /* ---- perfdata_order.c: perf's finished_round reordering ---- */
 struct pd_qent {
   uint64_t time, seq, foff;   /* foff: the record's file offset */
-  size_t at;                  /* its bytes in the arena */
+  size_t at;                  /* its bytes in the arena, when ext is NULL */
+  const unsigned char *ext;   /* or its bytes in the mapped file (never copied) */
   uint32_t len;
 };
 struct pd_arena {
   unsigned char *bytes;
   size_t len, cap;
+  size_t held;                /* bytes of its records, copied or mapped (max_bytes counts these) */
   struct pd_qent *ents;
   size_t n, cap_ents;
 };
@@ -58,9 +60,10 @@ struct pd_queue {
   struct pd_qent *tmp;                /* the merge sort's scratch */
   size_t cap_tmp;
 };
-/* 0, or ENOMEM. */
+/* 0, or ENOMEM. stable: rec stays valid until the queue is reset (a
+ * record of the mapped file): its position is queued, not its bytes. */
 int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint64_t time,
-                  uint64_t foff);
+                  uint64_t foff, int stable);
 /* Moves what is due to out: ROUND (perf's finished_round: up to the
  * previous round's newest time), FINAL (everything) or HALF (the older
  * half, when the queue outgrows max_bytes). 0, or ENOMEM. */
@@ -87,9 +90,15 @@ struct pd_reader {
   /* the data: file offsets [start, end); end UINT64_MAX: until EOF */
   uint64_t start, end;
   int seekable, started;
-  /* the read buffer: buf[head..tail) is file offset off.. */
+  /* the read buffer: win[head..tail) is file offset off..; win is buf
+   * (read through stdio) or, for a regular file's data section, the
+   * mapping map[0..maplen) of file offsets mapoff.. (nothing copied) */
   unsigned char *buf;
+  const unsigned char *win;
   size_t cap, head, tail;
+  void *map;
+  size_t maplen;
+  uint64_t mapoff;
   uint64_t off;
   int eof;
   uint64_t skip;                /* payload bytes after the last record (auxtrace) */
@@ -132,6 +141,9 @@ int pd_error(lua_State *L, const struct pd_reader *r, const char *fmt, ...);
  * compressed record. */
 const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len, uint64_t *foff,
                                  int *inflated);
+/* Maps the data section when it can (see perfdata_src.c); pd_unmap undoes it. */
+void pd_map(struct pd_reader *r);
+void pd_unmap(struct pd_reader *r);
 /* Makes the record pd_next_raw returned last come again. */
 void pd_unread(struct pd_reader *r);
 /* Back to the start of the data (seekable streams). */

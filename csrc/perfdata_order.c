@@ -26,34 +26,42 @@ static int reserve(void **p, size_t *cap, size_t need, size_t each)
   return 0;
 }
 
-static int arena_add(struct pd_arena *a, const unsigned char *rec, size_t len, uint64_t time,
-                     uint64_t seq, uint64_t foff)
+/* ext: the record's bytes stay where they are (the mapped file); else
+ * they are copied from rec into the arena. */
+static int arena_add(struct pd_arena *a, const unsigned char *rec, const unsigned char *ext,
+                     size_t len, uint64_t time, uint64_t seq, uint64_t foff)
 {
   struct pd_qent *e;
-  if (reserve((void **)&a->bytes, &a->cap, a->len + len, 1) ||
+  if ((!ext && reserve((void **)&a->bytes, &a->cap, a->len + len, 1)) ||
       reserve((void **)&a->ents, &a->cap_ents, a->n + 1, sizeof *a->ents))
     return ENOMEM;
   e = &a->ents[a->n++];
   e->time = time;
   e->seq = seq;
   e->foff = foff;
+  e->ext = ext;
   e->at = a->len;
   e->len = (uint32_t)len;
-  memcpy(a->bytes + a->len, rec, len);
-  a->len += len;
+  a->held += len;
+  if (!ext) {
+    memcpy(a->bytes + a->len, rec, len);
+    a->len += len;
+  }
   return 0;
 }
 
 int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint64_t time,
-                  uint64_t foff)
+                  uint64_t foff, int stable)
 {
   int err;
-  if (q->max_bytes && q->wait.len + len > q->max_bytes && q->opos >= q->out.n) {
+  /* held, not len: a mapped record counts as a copied one, so that the
+   * order does not depend on how the file is read */
+  if (q->max_bytes && q->wait.held + len > q->max_bytes && q->opos >= q->out.n) {
     err = pd_queue_flush(q, PD_FLUSH_HALF);
     if (err)
       return err;
   }
-  err = arena_add(&q->wait, rec, len, time, q->seq++, foff);
+  err = arena_add(&q->wait, rec, stable ? rec : NULL, len, time, q->seq++, foff);
   if (!err && time > q->max_time)
     q->max_time = time;
   return err;
@@ -106,7 +114,7 @@ int pd_queue_flush(struct pd_queue *q, int how)
   struct pd_arena *w = &q->wait, *o = &q->out, *s = &q->spare, t;
   uint64_t limit = q->next_flush;
   size_t i, due = 0;
-  o->len = o->n = 0;
+  o->len = o->n = o->held = 0;
   q->opos = 0;
   if (w->n == 0) {
     if (how == PD_FLUSH_ROUND)
@@ -122,10 +130,10 @@ int pd_queue_flush(struct pd_queue *q, int how)
   /* perf's limit 0 (before any round ended) releases nothing */
   while (limit != 0 && due < w->n && w->ents[due].time <= limit)
     due++;
-  s->len = s->n = 0;
+  s->len = s->n = s->held = 0;
   for (i = due; i < w->n; i++) {
     const struct pd_qent *e = &w->ents[i];
-    if (arena_add(s, w->bytes + e->at, e->len, e->time, e->seq, e->foff))
+    if (arena_add(s, w->bytes + e->at, e->ext, e->len, e->time, e->seq, e->foff))
       return ENOMEM;
   }
   t = *o;   /* delivered: its buffers are free */
@@ -133,7 +141,7 @@ int pd_queue_flush(struct pd_queue *q, int how)
   o->n = due;
   *w = *s;   /* what stays is the queue */
   *s = t;
-  s->len = s->n = 0;
+  s->len = s->n = s->held = 0;
   if (how == PD_FLUSH_ROUND)
     q->next_flush = q->max_time;
   return 0;
@@ -145,13 +153,14 @@ const struct pd_qent *pd_queue_next(struct pd_queue *q, const unsigned char **re
   if (q->opos >= q->out.n)
     return NULL;
   e = &q->out.ents[q->opos++];
-  *rec = q->out.bytes + e->at;
+  *rec = e->ext ? e->ext : q->out.bytes + e->at;
   return e;
 }
 
 void pd_queue_reset(struct pd_queue *q)
 {
   q->wait.len = q->wait.n = q->out.len = q->out.n = q->spare.len = q->spare.n = 0;
+  q->wait.held = q->out.held = q->spare.held = 0;
   q->opos = 0;
   q->seq = q->max_time = q->next_flush = 0;
 }

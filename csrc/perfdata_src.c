@@ -5,6 +5,9 @@
  * the payload some records carry after themselves is skipped. */
 #include <errno.h>
 #include <inttypes.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +43,7 @@ static size_t room_before_end(const struct pd_reader *r, size_t want)
 static size_t fill(lua_State *L, struct pd_reader *r, size_t n)
 {
   FILE *fp;
-  if (r->tail - r->head >= n)
+  if (r->tail - r->head >= n || r->map)   /* a mapping holds the whole data */
     return r->tail - r->head;
   fp = fp_of(L, r);
   if (r->head > 0) {
@@ -71,7 +74,13 @@ static size_t fill(lua_State *L, struct pd_reader *r, size_t n)
 
 static void seek_to(lua_State *L, struct pd_reader *r, uint64_t to)
 {
-  FILE *fp = fp_of(L, r);
+  FILE *fp;
+  if (r->map) {
+    r->head = (size_t)(to - r->mapoff);
+    r->off = to;
+    return;
+  }
+  fp = fp_of(L, r);
   if (fseeko(fp, (off_t)to, SEEK_SET) != 0)
     pd_error(L, r, "cannot seek to offset %" PRIu64 ": %s", to, strerror(errno));
   r->head = r->tail = 0;
@@ -232,8 +241,8 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
       pd_error(L, r, "the data ends inside the header of a record at offset %" PRIu64
                " (%zu of 8 bytes): the file is truncated", recoff, have);
     }
-    type = perfev_ld32(r->buf + r->head, r->swap);
-    size = perfev_ld16(r->buf + r->head + 6, r->swap);
+    type = perfev_ld32(r->win + r->head, r->swap);
+    size = perfev_ld16(r->win + r->head + 6, r->swap);
     if (size < 8)
       pd_error(L, r, "the record at offset %" PRIu64 " (type %" PRIu32 ") has size %zu, "
                "less than its 8-byte header", recoff, type, size);
@@ -245,7 +254,7 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
     if (have < size)
       pd_error(L, r, "the data ends inside the record at offset %" PRIu64 " (type %" PRIu32
                ", size %zu): the file is truncated", recoff, type, size);
-    rec = r->buf + r->head;
+    rec = r->win + r->head;
     r->head += size;
     r->off += size;
     if (type == PD_COMPRESSED || type == PD_COMPRESSED2) {
@@ -258,6 +267,45 @@ const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len,
       r->skip = perfev_ld32(rec + 8, r->swap);
     return hold(r, rec, size, recoff, 0, len, foff, inflated);
   }
+}
+
+/* A regular file whose data section is all there is mapped: records are
+ * read where they lie and time order queues their positions, not copies.
+ * Anything else (a pipe, a pipe-mode file read to its end, a truncated
+ * file, a failed mmap) is read through stdio, whose errors say where the
+ * data stops. The mapping starts at the page holding the data's start. */
+void pd_map(struct pd_reader *r)
+{
+  FILE *fp = perfev_stream_file(r->stream);
+  long page = sysconf(_SC_PAGESIZE);
+  struct stat st;
+  uint64_t from;
+  void *m;
+  if (!fp || !r->seekable || r->pipe || r->end == UINT64_MAX || r->end <= r->start || page <= 0)
+    return;
+  if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < r->end)
+    return;
+  from = r->start - r->start % (uint64_t)page;
+  if (r->end - from > SIZE_MAX)
+    return;
+  m = mmap(NULL, (size_t)(r->end - from), PROT_READ, MAP_PRIVATE, fileno(fp), (off_t)from);
+  if (m == MAP_FAILED)
+    return;   /* stdio reads it instead */
+  r->map = m;
+  r->maplen = (size_t)(r->end - from);
+  r->mapoff = from;
+  r->win = m;
+  r->tail = r->maplen;
+  r->eof = 1;
+  seek_to(NULL, r, r->off);
+}
+
+void pd_unmap(struct pd_reader *r)
+{
+  if (r->map)
+    munmap(r->map, r->maplen);   /* cannot fail on a mapping we made */
+  r->map = NULL;
+  r->win = r->buf;
 }
 
 void pd_unread(struct pd_reader *r)

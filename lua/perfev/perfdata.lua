@@ -70,7 +70,7 @@ local function open_file(fh, h, name, opts)
   local feats = header.features(fh, h)
   local r = core.perfdata_reader(fh, { name = name, start = h.data.offset, size = h.data.size,
                                        swap = h.swap, seekable = true, bufsize = opts.bufsize,
-                                       max_queue = opts.max_queue })
+                                       max_queue = opts.max_queue, mmap = opts.mmap })
   return set_attrs(r, entries, feats)
 end
 
@@ -98,8 +98,9 @@ end
 
 -- pd.open(path | "-" | file handle[, opts]) -> file | nil, message
 -- opts: bufsize (bytes read at a time, default 1 MiB), max_queue (bytes
--- that time ordering may hold before it releases the older half, 256 MiB).
-local OPTIONS = { bufsize = "positive", max_queue = "positive" }
+-- that time ordering may hold before it releases the older half, 256 MiB),
+-- mmap (false: read a regular file through stdio instead of mapping it).
+local OPTIONS = { bufsize = "positive", max_queue = "positive", mmap = "boolean" }
 
 function M.open(src, opts)
   opts = options.check(opts, OPTIONS, "perfev.perfdata.open")
