@@ -209,6 +209,8 @@ static const unsigned char *trailing(struct pd_reader *r, uint64_t recoff, size_
 const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len, uint64_t *foff,
                                  int *inflated)
 {
+  if (r->closed)   /* the mapping (win) is gone with it */
+    pd_error(L, r, "the file was closed");
   if (r->held) {
     r->held = 0;
     *len = r->hlen;
