@@ -6,8 +6,8 @@
 --   - no callchains: `perf record -e cpu-clock -c 20000`, ~440k samples;
 --   - callchains: `perf record -e cpu-clock -c 100000 -g`, 100k+ samples.
 -- perfev's runs touch ip, tid and time of every sample: f:samples (no
--- table per sample) in time order, as perf script delivers them, and in
--- file order; f:records tables; and f:samples printing them as perf script
+-- table per sample) in time order, as perf script delivers them (the file
+-- mapped, and read through stdio as before the mapping), and in file order; f:records tables; and f:samples printing them as perf script
 -- does, to /dev/null.
 --   make bench     (needs the perf tool; skipped without it)
 --   PERFEV_BENCH_SAMPLES=440000   samples in the file without callchains
@@ -25,8 +25,9 @@ end
 local dir = B.tmpdir()
 local burn = B.burn(dir)
 
-local function lua_cmd(file, body)
-  return B.lua_cmd(("local pd = require 'perfev.perfdata'; local f = assert(pd.open(%q)); %s"):format(file, body))
+local function lua_cmd(file, body, opts)
+  return B.lua_cmd(("local pd = require 'perfev.perfdata'; local f = assert(pd.open(%q, %s)); %s")
+                   :format(file, opts or "nil", body))
 end
 
 local function runs_for(file)
@@ -35,6 +36,9 @@ local function runs_for(file)
     { "perfev f:samples, time order (as perf script)", lua_cmd(file,
         "local n = 0 for ip, tid, time in f:samples('ip', 'tid', 'time', { order = 'time' }) do " ..
         "n = n + ip + tid + time end") },
+    { "  the same through stdio (mmap = false: before)", lua_cmd(file,
+        "local n = 0 for ip, tid, time in f:samples('ip', 'tid', 'time', { order = 'time' }) do " ..
+        "n = n + ip + tid + time end", "{ mmap = false }") },
     { "perfev f:samples, file order", lua_cmd(file,
         "local n = 0 for ip, tid, time in f:samples('ip', 'tid', 'time') do n = n + ip + tid + time end") },
     { "perfev f:records tables, time order", lua_cmd(file,
