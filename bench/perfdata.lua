@@ -7,7 +7,8 @@
 --   - callchains: `perf record -e cpu-clock -c 100000 -g`, 100k+ samples.
 -- perfev's runs touch ip, tid and time of every sample: f:samples (no
 -- table per sample) in time order, as perf script delivers them (the file
--- mapped, and read through stdio as before the mapping), and in file order; f:records tables; and f:samples printing them as perf script
+-- mapped, and read through stdio as before the mapping), and in file
+-- order; f:records tables; and f:samples printing them as perf script
 -- does, to /dev/null.
 --   make bench     (needs the perf tool; skipped without it)
 --   PERFEV_BENCH_SAMPLES=440000   samples in the file without callchains
