@@ -133,7 +133,9 @@ int pd_queue_flush(struct pd_queue *q, int how)
   s->len = s->n = s->held = 0;
   for (i = due; i < w->n; i++) {
     const struct pd_qent *e = &w->ents[i];
-    if (arena_add(s, w->bytes + e->at, e->ext, e->len, e->time, e->seq, e->foff))
+    /* a mapped record's bytes are not in the arena (which may have none) */
+    const unsigned char *rec = e->ext ? e->ext : w->bytes + e->at;
+    if (arena_add(s, rec, e->ext, e->len, e->time, e->seq, e->foff))
       return ENOMEM;
   }
   t = *o;   /* delivered: its buffers are free */
