@@ -20,7 +20,7 @@ describe("core options", function()
     { "perfev.decode", "into, swap and fields", function(o) return core.decode(bytes, a, o) end },
     { "perfev.encode", "swap", function(o) return core.encode({ type = "comm", pid = 1, tid = 2,
                                                                 comm = "x" }, a, o) end },
-    { "perfev.perfdata_reader", "name, start, size, swap, pipe, seekable, bufsize, max_queue and warnings",
+    { "perfev.perfdata_reader", "name, start, size, swap, pipe, seekable, bufsize, max_queue, warnings and mmap",
       function(o) return core.perfdata_reader(io.tmpfile(), o) end },
   }
 
