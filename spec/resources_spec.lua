@@ -82,6 +82,32 @@ describe("resources", function()
     assert.equal(before, u.fd_count())
   end)
 
+  it("a perf.data file iterated without a name for it stays open through GCs, then closes", function()
+    local pd = require "perfev.perfdata"
+    local path = "spec/fixtures/perfdata/small.data"
+    local want = 0
+    local f = assert(pd.open(path))
+    for _ in f:records() do want = want + 1 end
+    f:close()
+    assert.is_true(want > 10)
+    for _, opts in ipairs { { order = "file" }, { order = "time" }, { order = "time", types = { "sample" } } } do
+      local n, expect = 0, want
+      if opts.types then
+        expect = 0
+        local g = assert(pd.open(path))
+        for _ in g:records(opts) do expect = expect + 1 end
+        g:close()
+      end
+      for _ in assert(pd.open(path)):records(opts) do
+        n = n + 1
+        full_gc()
+      end
+      assert.equal(expect, n)
+    end
+    full_gc()
+    assert.equal(before, u.fd_count())
+  end)
+
   it("groups closed, dropped to the GC and in <close> release every member", function()
     for _ = 1, 300 do
       local g = assert(perfev.group { "task-clock", "page-faults", "context-switches" })

@@ -228,7 +228,10 @@ function File:close()
   end
 end
 
-File.__gc = File.close
+-- No __gc: a loop `for rec in pd.open(p):records() do` holds the reader
+-- alone, and the File may be collected while it runs. The reader (which
+-- keeps its file handle in its uservalue) and the handle free themselves
+-- when nothing holds them.
 File.__close = File.close
 
 function File:__tostring()
