@@ -81,7 +81,7 @@ local function kallsyms_readable()   -- addresses shown (kptr_restrict lets us)
 end
 
 describe("perfev.profile native = true", function()
-  it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped", function()
+  it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped #valgrind_differs", function()
     local p = clock_profile(function() for _ = 1, 20 do builder() spin(200000) end end)
     local pr = p:profile()
     -- glibc's memcpy/memmove implementations: __memmove_avx_unaligned_erms & co
@@ -129,7 +129,7 @@ describe("perfev.profile native = true", function()
     return #t
   end
 
-  it("shows, for page faults, the user code the faults were taken in", function()
+  it("shows, for page faults, the user code the faults were taken in #valgrind_differs", function()
     if os.getenv("PERFEV_CHECK") == "valgrind" then
       pending("valgrind cannot take a perf event's SIGTRAP (TRAP_PERF): it aborts")
       return
