@@ -81,7 +81,8 @@ local function kallsyms_readable()   -- addresses shown (kptr_restrict lets us)
 end
 
 describe("perfev.profile native = true", function()
-  it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped #valgrind_differs", function()
+  it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped "
+     .. "#valgrind_differs", function()
     local p = clock_profile(function() for _ = 1, 20 do builder() spin(200000) end end)
     local pr = p:profile()
     -- glibc's memcpy/memmove implementations: __memmove_avx_unaligned_erms & co
@@ -151,7 +152,7 @@ describe("perfev.profile native = true", function()
     p:close()
   end)
 
-  it("shows the kernel's page-fault path under the function that touches new memory", function()
+  it("shows the kernel's page-fault path under the function that touches new memory #valgrind_differs", function()
     if not kallsyms_readable() then
       pending("/proc/kallsyms hides addresses here (kptr_restrict): no kernel names")
       return
