@@ -66,13 +66,6 @@ void perfev_record_header(const unsigned char *p, int swap, struct perf_event_he
 #define get16(c, what) perfev_cursor_u16(&(c)->in, what)
 #define get_count(c, each, what) perfev_cursor_count(&(c)->in, each, what)
 
-/* t[k] = v for the table on top, k a name built here (not static). */
-static void set_int(lua_State *L, const char *k, uint64_t v)
-{
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 /* Constant names are upper case, record keys and values lower. */
 static void add_lower(luaL_Buffer *b, const char *s)
 {
@@ -343,7 +336,7 @@ static void regs(struct cur *c, const char *key, uint64_t mask)
     if (!(mask & ((uint64_t)1 << i)))
       continue;
     perfev_reg_name(i, name);
-    set_int(L, name, get64(c, "register"));
+    perfev_set_u64(L, name, get64(c, "register"));
   }
   perfev_fill_put_nested(c->f, key, here);
 }

@@ -147,12 +147,6 @@ static size_t left(const struct ucur *c)
 #define count_of(c, n, each, what) perfev_cursor_fits(&(c)->in, n, each, what)
 #define fail(c, ...) perfev_cursor_fail(&(c)->in, __VA_ARGS__)
 
-static void set_int(lua_State *L, const char *k, uint64_t v)
-{
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 /* A NUL-terminated string of at most n bytes. */
 static void push_cstr(lua_State *L, const unsigned char *p, size_t n)
 {
@@ -195,10 +189,10 @@ static void u_id_index(struct ucur *c, const struct ufield *f)
   for (uint64_t i = 0; i < nr; i++) {
     lua_createtable(L, 0, 6);
     for (size_t j = 0; j < 4; j++)
-      set_int(L, k[j], get64(c, k[j]));
+      perfev_set_u64(L, k[j], get64(c, k[j]));
     if (second) {
-      set_int(L, "machine_pid", perfev_ld64(e2 + 16 * i, c->in.swap));
-      set_int(L, "vcpu", perfev_ld64(e2 + 16 * i + 8, c->in.swap));
+      perfev_set_u64(L, "machine_pid", perfev_ld64(e2 + 16 * i, c->in.swap));
+      perfev_set_u64(L, "vcpu", perfev_ld64(e2 + 16 * i + 8, c->in.swap));
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -212,7 +206,7 @@ static void u_threads(struct ucur *c, const struct ufield *f)
   lua_createtable(L, (int)nr, 0);
   for (uint64_t i = 0; i < nr; i++) {
     lua_createtable(L, 0, 2);
-    set_int(L, "pid", get64(c, "pid"));
+    perfev_set_u64(L, "pid", get64(c, "pid"));
     push_cstr(L, take(c, 16, "comm"), 16);
     lua_setfield(L, -2, "comm");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -297,7 +291,7 @@ static void u_event_update(struct ucur *c, const struct ufield *f)
   lua_State *L = c->L;
   uint64_t kind = get64(c, "type");
   (void)f;
-  set_int(L, "id", get64(c, "id"));
+  perfev_set_u64(L, "id", get64(c, "id"));
   if (kind < sizeof kinds / sizeof kinds[0])
     lua_pushstring(L, kinds[kind]);
   else
@@ -358,18 +352,18 @@ static void u_auxtrace_error(struct ucur *c, const struct ufield *f)
   (void)f;
   for (size_t i = 0; i < 6; i++) {
     uint32_t v = get32(c, k[i]);
-    set_int(L, k[i], v);
+    perfev_set_u64(L, k[i], v);
     fmt = v;
   }
-  set_int(L, "ip", get64(c, "ip"));
+  perfev_set_u64(L, "ip", get64(c, "ip"));
   if (fmt >= 1)
-    set_int(L, "time", get64(c, "time"));
+    perfev_set_u64(L, "time", get64(c, "time"));
   push_cstr(L, c->in.p, left(c) < 64 ? left(c) : 64);
   lua_setfield(L, -2, "msg");
   if (fmt >= 2 && left(c) >= 72) {
     take(c, 64, "msg");
-    set_int(L, "machine_pid", get32(c, "machine_pid"));
-    set_int(L, "vcpu", get32(c, "vcpu"));
+    perfev_set_u64(L, "machine_pid", get32(c, "machine_pid"));
+    perfev_set_u64(L, "vcpu", get32(c, "vcpu"));
   }
 }
 
@@ -378,7 +372,7 @@ static void u_feature(struct ucur *c, const struct ufield *f)
   lua_State *L = c->L;
   uint64_t id = get64(c, "feat_id");
   (void)f;
-  set_int(L, "feat_id", id);
+  perfev_set_u64(L, "feat_id", id);
   if (id < pd_nfeatures && pd_feature_names[id]) {
     lua_pushstring(L, pd_feature_names[id]);
     lua_setfield(L, -2, "feature");
@@ -402,8 +396,8 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
     lua_pushinteger(L, (lua_Integer)type);
   }
   lua_setfield(L, -2, "type");
-  set_int(L, "size", len);
-  set_int(L, "misc", perfev_ld16(rec + 4, r->swap));
+  perfev_set_u64(L, "size", len);
+  perfev_set_u64(L, "misc", perfev_ld16(rec + 4, r->swap));
   if (!t) {
     lua_pushlstring(L, (const char *)c.in.p, left(&c));
     lua_setfield(L, -2, "data");
@@ -419,9 +413,9 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
     if (optional && left(&c) < need)
       break;
     switch (f->op) {
-    case U_U8: set_int(L, f->name, *take(&c, 1, f->name)); break;
-    case U_U32: set_int(L, f->name, get32(&c, f->name)); break;
-    case U_U64: set_int(L, f->name, get64(&c, f->name)); break;
+    case U_U8: perfev_set_u64(L, f->name, *take(&c, 1, f->name)); break;
+    case U_U32: perfev_set_u64(L, f->name, get32(&c, f->name)); break;
+    case U_U64: perfev_set_u64(L, f->name, get64(&c, f->name)); break;
     case U_PAD32: take(&c, 4, NULL); break;
     case U_CSTR: {
       /* perf 3.x cut event_type's name to its padded length (24-byte
@@ -500,7 +494,7 @@ void pd_push_consts(lua_State *L)
   lua_setfield(L, -2, "FEATURE");
   lua_createtable(L, 0, PD_USER_END - PD_USER_START);
   for (uint32_t t = PD_USER_START; t < PD_USER_END; t++) {
-    set_int(L, utypes[t - PD_USER_START].name, t);
+    perfev_set_u64(L, utypes[t - PD_USER_START].name, t);
   }
   lua_setfield(L, -2, "RECORD");
   push_layouts(L);

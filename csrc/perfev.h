@@ -39,6 +39,7 @@ const char *perfev_clip(const char *s, char buf[PERFEV_CLIP]);
 const char *perfev_nearest(const char *name, const void *items, size_t n, size_t stride);
 /* Pushes nil, "what: strerror(err)", err; returns 3. */
 int perfev_push_errno(lua_State *L, int err, const char *what);
+void perfev_set_u64(lua_State *L, const char *k, uint64_t v);
 
 /* One option an options table may hold: its name and its Lua type
  * (LUA_TNUMBER means an integer). A list ends with a NULL name. */

@@ -580,26 +580,20 @@ static int l_stop(lua_State *L)
   return 1;
 }
 
-static void set_u64(lua_State *L, const char *k, uint64_t v)
-{
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 /* p:read() -> { frames = { {name, source, linedefined, line, what} ... },
  *               stacks = { {frame ids, root first; weight, samples} ... },
  *               signals, hooks, samples, lost, weight, unattributed, truncated, signal } */
 static void push_read(lua_State *L, const struct profiler *p, const struct prof_agg *agg)
 {
   prof_agg_push(L, agg);
-  set_u64(L, "signals", p->signals);
-  set_u64(L, "hooks", p->hooks);
-  set_u64(L, "samples", p->samples);
-  set_u64(L, "lost", p->lost);
-  set_u64(L, "weight", p->weight);
-  set_u64(L, "unattributed", p->unattributed);
-  set_u64(L, "truncated", p->truncated);
-  set_u64(L, "signal", (uint64_t)p->signo);
+  perfev_set_u64(L, "signals", p->signals);
+  perfev_set_u64(L, "hooks", p->hooks);
+  perfev_set_u64(L, "samples", p->samples);
+  perfev_set_u64(L, "lost", p->lost);
+  perfev_set_u64(L, "weight", p->weight);
+  perfev_set_u64(L, "unattributed", p->unattributed);
+  perfev_set_u64(L, "truncated", p->truncated);
+  perfev_set_u64(L, "signal", (uint64_t)p->signo);
 }
 
 static int l_read(lua_State *L)

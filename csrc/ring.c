@@ -382,12 +382,6 @@ const char *const perfev_ring_cap_names[] = {
 };
 const size_t perfev_ring_ncaps = sizeof perfev_ring_cap_names / sizeof perfev_ring_cap_names[0];
 
-static void set_u(lua_State *L, const char *k, uint64_t v)
-{
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 /* ring:info() -> the metadata page, field by field */
 static int l_info(lua_State *L)
 {
@@ -397,33 +391,33 @@ static int l_info(lua_State *L)
   uint64_t caps = pg->capabilities;
   read_locked(pg, &lk);
   lua_createtable(L, 0, 28);
-  set_u(L, "version", pg->version);
-  set_u(L, "compat_version", pg->compat_version);
-  set_u(L, "index", lk.index);
-  set_u(L, "offset", (uint64_t)lk.offset);
-  set_u(L, "time_enabled", lk.enabled);
-  set_u(L, "time_running", lk.running);
-  set_u(L, "capabilities", caps);
+  perfev_set_u64(L, "version", pg->version);
+  perfev_set_u64(L, "compat_version", pg->compat_version);
+  perfev_set_u64(L, "index", lk.index);
+  perfev_set_u64(L, "offset", (uint64_t)lk.offset);
+  perfev_set_u64(L, "time_enabled", lk.enabled);
+  perfev_set_u64(L, "time_running", lk.running);
+  perfev_set_u64(L, "capabilities", caps);
   for (size_t i = 0; i < perfev_ring_ncaps; i++) {
     lua_pushboolean(L, (caps >> i) & 1);
     lua_setfield(L, -2, perfev_ring_cap_names[i]);
   }
-  set_u(L, "pmc_width", pg->pmc_width);
-  set_u(L, "time_shift", pg->time_shift);
-  set_u(L, "time_mult", pg->time_mult);
-  set_u(L, "time_offset", pg->time_offset);
-  set_u(L, "time_zero", pg->time_zero);
-  set_u(L, "time_cycles", pg->time_cycles);
-  set_u(L, "time_mask", pg->time_mask);
-  set_u(L, "size", pg->size);
-  set_u(L, "data_head", r->data_size ? load_head(r) : 0);
-  set_u(L, "data_tail", pg->data_tail);
-  set_u(L, "data_offset", (uint64_t)(r->data - (const unsigned char *)pg));
-  set_u(L, "data_size", r->data_size);
-  set_u(L, "aux_head", pg->aux_head);
-  set_u(L, "aux_tail", pg->aux_tail);
-  set_u(L, "aux_offset", pg->aux_offset);
-  set_u(L, "aux_size", pg->aux_size);
+  perfev_set_u64(L, "pmc_width", pg->pmc_width);
+  perfev_set_u64(L, "time_shift", pg->time_shift);
+  perfev_set_u64(L, "time_mult", pg->time_mult);
+  perfev_set_u64(L, "time_offset", pg->time_offset);
+  perfev_set_u64(L, "time_zero", pg->time_zero);
+  perfev_set_u64(L, "time_cycles", pg->time_cycles);
+  perfev_set_u64(L, "time_mask", pg->time_mask);
+  perfev_set_u64(L, "size", pg->size);
+  perfev_set_u64(L, "data_head", r->data_size ? load_head(r) : 0);
+  perfev_set_u64(L, "data_tail", pg->data_tail);
+  perfev_set_u64(L, "data_offset", (uint64_t)(r->data - (const unsigned char *)pg));
+  perfev_set_u64(L, "data_size", r->data_size);
+  perfev_set_u64(L, "aux_head", pg->aux_head);
+  perfev_set_u64(L, "aux_tail", pg->aux_tail);
+  perfev_set_u64(L, "aux_offset", pg->aux_offset);
+  perfev_set_u64(L, "aux_size", pg->aux_size);
   lua_pushboolean(L, r->overwrite);
   lua_setfield(L, -2, "overwrite");
   lua_pushboolean(L, r->backward);

@@ -300,12 +300,6 @@ static void fake_update(void *ctx)
   }
 }
 
-static void set_int(lua_State *L, const char *k, uint64_t v)
-{
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
-
 /* core._selfread_compute(fields, pmc, tsc [, bumps]) -> { count, pmc,
  * enabled, running, cyc, delta, scaled, user, extrapolated, passes, time,
  * cyc_of_timestamp }. Internal: for the specs, which check the arithmetic
@@ -332,14 +326,14 @@ static int l_selfread_compute(lua_State *L)
   passes = load(&pg, &src, &s);
   compute(&s, &v);
   lua_createtable(L, 0, 12);
-  set_int(L, "count", v.count);
-  set_int(L, "pmc", v.pmc);
-  set_int(L, "enabled", v.enabled);
-  set_int(L, "running", v.running);
-  set_int(L, "cyc", v.cyc);
-  set_int(L, "delta", v.delta);
-  set_int(L, "scaled", perfev_scale(v.count, v.enabled, v.running));
-  set_int(L, "passes", passes);
+  perfev_set_u64(L, "count", v.count);
+  perfev_set_u64(L, "pmc", v.pmc);
+  perfev_set_u64(L, "enabled", v.enabled);
+  perfev_set_u64(L, "running", v.running);
+  perfev_set_u64(L, "cyc", v.cyc);
+  perfev_set_u64(L, "delta", v.delta);
+  perfev_set_u64(L, "scaled", perfev_scale(v.count, v.enabled, v.running));
+  perfev_set_u64(L, "passes", passes);
   lua_pushboolean(L, v.user);
   lua_setfield(L, -2, "user");
   lua_pushboolean(L, v.extrapolated);
@@ -347,10 +341,10 @@ static int l_selfread_compute(lua_State *L)
   if (s.caps & CAP_TIME_ZERO) {
     /* the perf clock at the given TSC (corrected), whether or not the
      * loop needed to read it */
-    set_int(L, "time", s.time_zero + cyc_to_ns(correct_cyc(&s, f.tsc), s.time_mult,
+    perfev_set_u64(L, "time", s.time_zero + cyc_to_ns(correct_cyc(&s, f.tsc), s.time_mult,
                                                s.time_shift));
     if (has_timestamp)
-      set_int(L, "cyc_of_timestamp", time_to_cyc(timestamp, &s));
+      perfev_set_u64(L, "cyc_of_timestamp", time_to_cyc(timestamp, &s));
   }
   return 1;
 }

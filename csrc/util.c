@@ -98,6 +98,16 @@ void perfev_class_methods(lua_State *L, const char *mt)
   lua_remove(L, -2);
 }
 
+/* ---- result tables ---- */
+
+/* t[k] = v on the table on top: a u64 the kernel gave, under the 64-bit
+ * rule of compat.h (a number within +-2^53, else a uint64_t cdata). */
+void perfev_set_u64(lua_State *L, const char *k, uint64_t v)
+{
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
 /* ---- system call failures ---- */
 
 int perfev_push_errno(lua_State *L, int err, const char *what)
