@@ -40,12 +40,14 @@ end
 local Engine = {}
 Engine.__index = Engine
 
--- new{ event, freq | period, signal, pages, native } -> engine | nil, message, errno
-function M.new(o)
+-- attr(o) -> attr, event name, unit: o.event sampling at o.period or
+-- o.freq, disabled, each sample its period (and with o.native its
+-- callchain, which perfev.profile.native symbolizes and joins under the Lua
+-- frames); unit "nanoseconds" for the clocks, else "events". Both engines
+-- (this one and perfev.profile.jit) open what it gives.
+function M.attr(o)
   local a, name = spec.attr(o.event, "perfev.profile")   -- a new attr: ours to change
   a.disabled = true
-  -- native = true: the callchain of each sample (user and kernel), which
-  -- perfev.profile.native symbolizes and joins under the Lua frames
   a.sample_type = o.native and { "period", "callchain" } or "period"
   if o.period then
     a.freq = false
@@ -54,6 +56,12 @@ function M.new(o)
     a.freq = true
     a.sample_freq = o.freq
   end
+  return a, name, (a.type == TYPE_SOFTWARE and CLOCKS[a.config]) and "nanoseconds" or "events"
+end
+
+-- new{ event, freq | period, signal, pages, native } -> engine | nil, message, errno
+function M.new(o)
+  local a, name, unit = M.attr(o)
   local mode = M.signal_mode(a, o.signal)
   if mode == "sigtrap" then
     a.sigtrap, a.remove_on_exec, a.sig_data = true, true, COOKIE
@@ -65,7 +73,6 @@ function M.new(o)
   local ring
   ring, msg, errno = ev:mmap(o.pages)
   if not ring then ev:close(); return nil, msg, errno end
-  local unit = (a.type == TYPE_SOFTWARE and CLOCKS[a.config]) and "nanoseconds" or "events"
   return setmetatable({ ev = ev, ring = ring, p = core.profiler(ev, ring), signal = o.signal,
                         mode = mode, event_name = name, unit = unit, freq = o.freq,
                         period = o.period, attr_type = a.type, attr_config = a.config }, Engine)

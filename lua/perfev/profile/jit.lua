@@ -294,25 +294,15 @@ function M.new(o)
           .. "(page-faults, context-switches, a tracepoint), or jit.off() and engine = 'hook'", 3)
   end
   local perfev = require "perfev"
-  local a, name = require("perfev.spec").attr(o.event, "perfev.profile")
-  a.disabled = true
-  a.sample_type = "period"
-  if o.period then
-    a.freq = false
-    a.sample_period = o.period
-  else
-    a.freq = true
-    a.sample_freq = o.freq
-  end
+  local a, name, unit = require("perfev.profile.hook").attr(o)   -- o.native was refused above
   a.wakeup_events = 1               -- a wakeup, so a signal, at every sample
   local ev, msg, errno = perfev.open(a, { name = name })
   if not ev then return nil, msg, errno end
   local ring
   ring, msg, errno = ev:mmap(o.pages or 8)
   if not ring then ev:close() return nil, msg, errno end
-  local clock = a.type == 1 and (a.config == 0 or a.config == 1)
   return setmetatable({ ev = ev, ring = ring, event_name = name, jp = jp,
-                        unit = clock and "nanoseconds" or "events", freq = o.freq, period = o.period,
+                        unit = unit, freq = o.freq, period = o.period,
                         attr_type = a.type, attr_config = a.config }, Engine)
 end
 
