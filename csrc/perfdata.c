@@ -235,6 +235,9 @@ static uint64_t time_of(const struct pd_reader *r, const unsigned char *rec, siz
 /* ---- the iterator ---- */
 
 struct pd_iter {
+  /* the upvalues' userdata, taken once (the closure keeps them alive) */
+  struct pd_reader *r;
+  struct perfev_reuse *st;
   unsigned generation;
   int order;           /* time order */
   int offsets;         /* rec.offset */
@@ -263,7 +266,7 @@ static int push_extra(lua_State *L, void *ud, int which, int asked, uint32_t typ
                       size_t off)
 {
   const struct pd_iter *it = (const struct pd_iter *)ud;
-  const struct pd_reader *r = (const struct pd_reader *)lua_touserdata(L, IT_UPV_READER);
+  const struct pd_reader *r = it->r;
   if (which == PERFEV_EXTRA_OFFSET) {
     if (!it->offsets && !asked)
       return 0;
@@ -291,7 +294,7 @@ static int push_kernel(lua_State *L, struct pd_reader *r, struct pd_iter *it,
     pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
              "attr: a pipe-mode stream must start with its header_attr records", foff,
              perfev_ld32(rec, r->swap));
-  return perfev_iter_record(L, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
+  return perfev_iter_record_st(L, it->st, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
 }
 
 /* attrs entry index (from 1) holding id, or 0. */
@@ -364,8 +367,8 @@ static void queue_oom(lua_State *L, struct pd_reader *r)
 
 static int iter_next(lua_State *L)
 {
-  struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, IT_UPV_READER);
   struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_ITER);
+  struct pd_reader *r = it->r;
   if (r->closed)
     return luaL_error(L, "perfev.perfdata: the file is closed");
   if (it->generation != r->generation)
@@ -408,7 +411,7 @@ static int iter_next(lua_State *L)
     }
     rec = pd_next_raw(L, r, &len, &foff, &inflated);
     if (!rec) {
-      if (it->order && r->q.wait.n > 0) {
+      if (it->order && pd_queue_pending(&r->q)) {
         if (pd_queue_flush(&r->q, PD_FLUSH_FINAL))
           queue_oom(L, r);
         continue;
@@ -494,7 +497,8 @@ static int l_records(lua_State *L)
     }
     lua_pop(L, 2);
   }
-  perfev_decode_state(L, 2, "perfev.perfdata: records");   /* into, state */
+  it->r = r;
+  it->st = perfev_decode_state(L, 2, "perfev.perfdata: records");   /* into, state */
   if (perfev_iter_values(L, -1)) {   /* values: samples alone */
     unsigned char sample = it->filtered ? it->want[PERF_RECORD_SAMPLE / 8] : 0xff;
     memset(it->want, 0, sizeof it->want);

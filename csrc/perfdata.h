@@ -39,23 +39,33 @@ const char *pd_zstd_inflate(struct pd_zstd *z, const unsigned char *in, size_t n
                             unsigned char **out, size_t *len, size_t *cap, size_t max);
 
 /* ---- perfdata_order.c: perf's finished_round reordering ---- */
+/* 32 bytes: ordering is memory-bound (every record's entry is written,
+ * merged and read back), so the entry holds only what delivery needs.
+ * Equal times keep their arrival order because the merge is stable. */
 struct pd_qent {
-  uint64_t time, seq, foff;   /* foff: the record's file offset */
-  size_t at;                  /* its bytes in the arena, when ext is NULL */
-  const unsigned char *ext;   /* or its bytes in the mapped file (never copied) */
+  uint64_t time, foff;        /* foff: the record's file offset */
+  union {
+    size_t at;                  /* its bytes in the arena (copied) */
+    const unsigned char *ext;   /* or in the mapped file (never copied) */
+  } where;
   uint32_t len;
+  uint32_t mapped;            /* where.ext, not where.at */
 };
-struct pd_arena {
-  unsigned char *bytes;
+/* Bytes of copied records (those not in a mapped file). */
+struct pd_bytes {
+  unsigned char *p;
   size_t len, cap;
-  size_t held;                /* bytes of its records, copied or mapped (max_bytes counts these) */
-  struct pd_qent *ents;
-  size_t n, cap_ents;
 };
+/* One array of entries, reused for the whole file (its pages are faulted
+ * in once: on a VM a page fault costs ~10 us, more than ordering a page of
+ * entries): ents[0..due) are flushed, in time order, delivered from opos;
+ * ents[due..n) wait. A flush first drops what was delivered. */
 struct pd_queue {
-  struct pd_arena wait, out, spare;   /* queued; flushed, in time order; scratch */
-  size_t opos;                        /* next of out to deliver */
-  uint64_t seq, max_time, next_flush;
+  struct pd_qent *ents;
+  size_t n, cap, due, opos;
+  struct pd_bytes bytes, spare;       /* copied records; spare: compaction's target */
+  size_t held;                        /* bytes of the waiting records, copied or mapped */
+  uint64_t max_time, next_flush;
   size_t max_bytes;                   /* a half flush past this */
   struct pd_qent *tmp;                /* the merge sort's scratch */
   size_t cap_tmp;
@@ -69,6 +79,8 @@ int pd_queue_push(struct pd_queue *q, const unsigned char *rec, size_t len, uint
  * half, when the queue outgrows max_bytes). 0, or ENOMEM. */
 enum { PD_FLUSH_ROUND, PD_FLUSH_FINAL, PD_FLUSH_HALF };
 int pd_queue_flush(struct pd_queue *q, int how);
+/* Whether records wait (a final flush has something to do). */
+int pd_queue_pending(const struct pd_queue *q);
 /* The next flushed record, or NULL. */
 const struct pd_qent *pd_queue_next(struct pd_queue *q, const unsigned char **rec);
 void pd_queue_reset(struct pd_queue *q);
