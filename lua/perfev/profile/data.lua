@@ -62,21 +62,25 @@ end
 
 -- Where the profiled function's frames start in ids (root first): after
 -- the frame of the function that ran it (root: Profiler.run) and the pcall
--- it made. nil when the sample holds none (taken in start or stop).
+-- it made. nil when the sample holds none (taken in start or stop: then
+-- the frame above the root's is not its pcall, a C function, but the
+-- profiler's own stop or start).
 local function root_at(ids, frames, root)
   for i, id in ipairs(ids) do
     local f = frames[id]
     if f.source == root.source and f.linedefined == root.linedefined and f.what ~= "C" then
-      if ids[i + 2] then return i + 2 end
+      local call = ids[i + 1] and frames[ids[i + 1]]
+      if call and call.what == "C" and ids[i + 2] then return i + 2 end
       return nil
     end
   end
 end
 
 -- The stacks, cut at the root function (frames below it are the caller's
--- and the profiler's), equal ones merged. Returns stacks, weight left out.
+-- and the profiler's), equal ones merged. Returns stacks, and the weight
+-- and samples left out.
 local function cut(raw, frames, root)
-  local out, byids, outside = {}, {}, 0
+  local out, byids, outside, outside_samples = {}, {}, 0, 0
   for _, s in ipairs(raw.stacks) do
     local from = 1
     if root then from = root_at(s, frames, root) end
@@ -94,18 +98,20 @@ local function cut(raw, frames, root)
       end
     else
       outside = outside + s.weight
+      outside_samples = outside_samples + s.samples
     end
   end
   table.sort(out, function(a, b) return a.weight > b.weight end)
-  return out, outside
+  return out, outside, outside_samples
 end
 
 -- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
 -- function whose pcall ran the profiled function), event, unit, freq, period, name, time.
 function M.build(raw, opts)
   local frames, funcs = name_frames(raw)
-  local stacks, outside = cut(raw, frames, opts.root)
+  local stacks, outside, outside_samples = cut(raw, frames, opts.root)
   local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,
+              outside_samples = outside_samples,
               weight = 0, samples = 0 }
   for _, s in ipairs(stacks) do
     p.weight, p.samples = p.weight + s.weight, p.samples + s.samples

@@ -41,7 +41,7 @@ end
 -- function, "name [C]" a C one. opts: event, unit, name, samples.
 function M.decode(text, opts)
   opts = opts or {}
-  local p = { frames = {}, funcs = {}, stacks = {}, weight = 0, samples = 0, lost = 0, outside = 0,
+  local p = { frames = {}, funcs = {}, stacks = {}, weight = 0, samples = 0, lost = 0, outside = 0, outside_samples = 0,
               event = opts.event or "?", unit = opts.unit or "events", name = opts.name }
   local by = {}
   local function id_of(label)

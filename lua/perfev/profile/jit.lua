@@ -340,6 +340,10 @@ end
 function Engine:stop()
   if not self.running then return end
   self.running = false
+  -- a signal already on its way is taken inside this function: its
+  -- sample would be attributed to stop itself; paused, the collector
+  -- leaves its weight in the ring, and c:stop() counts it unattributed
+  self.c.pause()
   -- the event stops before jit.profile gives SIGPROF back to its old
   -- handler (the default ends the process): a signal sent before the
   -- ioctl is taken on its way back, by jit.profile's handler
