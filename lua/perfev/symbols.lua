@@ -34,6 +34,7 @@ local elfsyms = require "perfev.elf"
 local buildid = require "perfev.perfdata.buildid"
 local kallsyms = require "perfev.symbols.kallsyms"
 local compat = require "perfev.compat"
+local fs = require "perfev.fs"
 
 local M = {}
 
@@ -300,7 +301,12 @@ function Sym:table(d)
   return t
 end
 
--- The kernel's symbols: /proc/kallsyms when this is the recorded kernel.
+-- The kernel's symbols, as perf report finds them: the copy of
+-- /proc/kallsyms that perf record left in the build-id cache for the
+-- recorded kernel (taken when it recorded, so its modules are those of
+-- the recording; a regular file, read in a few ms, where /proc/kallsyms
+-- costs the kernel ~80 ms to format on every read), else /proc/kallsyms
+-- when the running kernel is the recorded one.
 function Sym:kernel_table()
   if self.kallsyms_path == false then return nil end
   local path = self.kallsyms_path
@@ -308,10 +314,9 @@ function Sym:kernel_table()
     path = "/proc/kallsyms"
     local want = self.build_ids["[kernel.kallsyms]"]
     if want then
+      local copy = ("%s/[kernel.kallsyms]/%s/kallsyms"):format(self.debug_dir, tohex(want))
       local have = buildid.of_kernel()
-      if have and have ~= want then
-        path = ("%s/[kernel.kallsyms]/%s/kallsyms"):format(self.debug_dir, tohex(want))
-      end
+      if fs.exists(copy) or (have and have ~= want) then path = copy end
     end
   end
   return kallsyms.open(path)
