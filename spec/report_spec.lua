@@ -195,6 +195,34 @@ describe("perfev.report against perf report --stdio #perf_heavy", function()
     assert.is_true(agree(flat, perf_report(path, "--no-children")) > 3)
   end)
 
+  it("C++ names as perf prints them: std::ostream, not c++filt's std::basic_ostream<...>", function()
+    if not shell.have("g++") then pending("no g++ here to build the C++ program") return end
+    local src = dir .. "/streams.cc"
+    local f = assert(io.open(src, "w"))
+    f:write([[
+#include <iostream>
+#include <sstream>
+#include <string>
+volatile unsigned long sink;
+__attribute__((noinline)) std::string build(int i) { std::ostringstream o; o << "key" << i << ':' << i * 7; return o.str(); }
+__attribute__((noinline)) void use(const std::string &s, std::ostream &out) { out << s; out.put(' '); sink += s.size(); }
+int main() {
+  std::ostringstream out;
+  for (int r = 0; r < 150000; r++) { use(build(r % 5000), out); if (out.tellp() > 100000) out.str(""); }
+  return 0;
+}
+]])
+    f:close()
+    local out = shell.sh(("g++ -O1 -o '%s/streams' '%s' 2>&1 && echo built"):format(dir, src))
+    assert(out:match("built"), out)
+    local path = assert(record("cxx.data", "-e cpu-clock -c 100000 -- " .. dir .. "/streams"))
+    local mine = perfev_report(path)
+    assert.is_true(agree(mine, perf_report(path)) > 3)
+    -- libstdc++'s ostream members: in the output, by perf's short name
+    assert.matches("%[%.%] std::ostream::", mine)
+    assert.is_nil(mine:find("std::basic_ostream<char, std::char_traits<char> >::put", 1, true))
+  end)
+
   -- a program with known call paths, built with frame pointers (so that
   -- every frame is a real one): main -> a -> b -> leaf, main -> c -> leaf, ...
   local function callpaths()

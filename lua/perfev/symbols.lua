@@ -577,6 +577,40 @@ end
 -- "std::locale::operator="), through binutils' c++filt -p, in one run;
 -- names stay mangled when c++filt is missing.
 local demangled = {}
+
+-- c++filt has no switch for it, but perf (libbfd without DMGL_VERBOSE)
+-- prints the standard substitutions Ss, Si, So, Sd by their short names
+-- ("std::ostream::put"), and in full only before a constructor or
+-- destructor of the class ("std::basic_ostream<...>::basic_ostream"), as
+-- libiberty's demangler does; c++filt always prints them in full.
+local STD_SUBS = {
+  { full = "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+    short = "std::string", class = "basic_string" },
+  { full = "std::basic_istream<char, std::char_traits<char> >", short = "std::istream", class = "basic_istream" },
+  { full = "std::basic_ostream<char, std::char_traits<char> >", short = "std::ostream", class = "basic_ostream" },
+  { full = "std::basic_iostream<char, std::char_traits<char> >", short = "std::iostream", class = "basic_iostream" },
+}
+
+local function abbreviate(name)
+  for _, sub in ipairs(STD_SUBS) do
+    local out, pos = {}, 1
+    while true do
+      local a, b = name:find(sub.full, pos, true)
+      if not a then break end
+      local ctor = name:find("^::~?" .. sub.class .. "%f[^%w_]", b + 1)
+      out[#out + 1] = name:sub(pos, a - 1)
+      out[#out + 1] = ctor and sub.full or sub.short
+      pos = b + 1
+    end
+    if pos > 1 then
+      out[#out + 1] = name:sub(pos)
+      name = table.concat(out)
+    end
+  end
+  return name
+end
+M.abbreviate = abbreviate
+
 function M.demangle(entries)
   local todo, seen = {}, {}
   for _, e in ipairs(entries) do
@@ -600,7 +634,7 @@ function M.demangle(entries)
       local i = 0
       for line in (p and p:lines() or function() end) do
         i = i + 1
-        if todo[i] and line ~= "" then demangled[todo[i]] = line end
+        if todo[i] and line ~= "" then demangled[todo[i]] = abbreviate(line) end
       end
       if p then p:close() end
     end
