@@ -204,8 +204,10 @@ describe("perfev.report against perf report --stdio #perf_heavy", function()
 #include <sstream>
 #include <string>
 volatile unsigned long sink;
-__attribute__((noinline)) std::string build(int i) { std::ostringstream o; o << "key" << i << ':' << i * 7; return o.str(); }
-__attribute__((noinline)) void use(const std::string &s, std::ostream &out) { out << s; out.put(' '); sink += s.size(); }
+__attribute__((noinline)) std::string build(int i)
+{ std::ostringstream o; o << "key" << i << ':' << i * 7; return o.str(); }
+__attribute__((noinline)) void use(const std::string &s, std::ostream &out)
+{ out << s; out.put(' '); sink += s.size(); }
 int main() {
   std::ostringstream out;
   for (int r = 0; r < 150000; r++) { use(build(r % 5000), out); if (out.tellp() > 100000) out.str(""); }
