@@ -160,6 +160,40 @@ describe("perfev.elf", function()
     assert.matches("no function 'h_probe_loop' in .-stripped%.so %(searched %.dynsym, %d+ functions%)", err)
   end)
 
+  -- perf 6.1 names the PLT stubs "name@plt" only when the file's own
+  -- table gave symbols (dso__load: ret > 0, functions or data objects).
+  -- Seen on the same system-wide perf.data file: perf names dash's stubs
+  -- (its .dynsym defines environ, an object) and leaves those of binutils'
+  -- stripped addr2line (imports only) as addresses; perfev report gives
+  -- the same rows.
+  it("names PLT stubs name@plt only when the table has symbols of its own, as perf", function()
+    if not (have("gcc") and have("strip")) then pending("gcc and strip (binutils) are needed") return end
+    local src = dir .. "/plt.c"
+    local f = assert(io.open(src, "w"))
+    f:write("#include <string.h>\nvolatile unsigned long sink;\n" ..
+            "int main(int c, char **v) { sink = strlen(v[0]) + (unsigned long)c; return 0; }\n")
+    f:close()
+    local bin = dir .. "/plt"
+    local _, ok = u.sh(("gcc -O1 -fno-builtin -o '%s' '%s' && strip --strip-all '%s' 2>&1"):format(bin, src, bin))
+    assert.is_true(ok)
+    local function plt_names(path, runtime)
+      local t = assert(elf.symbols(path, ".dynsym", assert(elf.inspect(runtime or path)), runtime or path))
+      local out = {}
+      for i = 1, t.n do
+        if t.names[i]:match("@plt$") then out[#out + 1] = t.names[i] end
+      end
+      return out
+    end
+    -- only imports in .dynsym: no symbol, no stub named
+    assert.same({}, plt_names(bin))
+    -- a table with a data object: the stubs are named, strlen among them
+    local dash = "/usr/bin/dash"
+    if u.exists(dash) and u.sh("readelf --dyn-syms -W " .. dash):match("OBJECT%s+%S+%s+%S+%s+%d+") then
+      local names = table.concat(plt_names(dash), " ")
+      assert.matches("strlen@plt", names, 1, true)
+    end
+  end)
+
   it("reads synthetic ELF64 files of both byte orders", function()
     for _, order in ipairs { "<", ">" } do
       local path = write(dir .. "/synth" .. (order == "<" and "le" or "be"), synthetic(order))

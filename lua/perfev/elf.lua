@@ -36,7 +36,7 @@ if not core_ok then core = nil end
 local M = {}
 
 local SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_DYNSYM = 2, 3, 7, 11
-local STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
+local STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
 local STV_INTERNAL, STV_HIDDEN = 1, 2
 local SHF_EXECINSTR = 4
 local STB_GLOBAL, STB_WEAK = 1, 2
@@ -248,6 +248,21 @@ local function read_table(e, f, sec, labels)
     end
   end
   return list
+end
+
+-- Whether the table sec defines a named data object: perf loads those
+-- with the functions (elf_sym__filter), and so counts them among the
+-- symbols a table gave.
+local function defines_objects(e, f, sec)
+  local data = read_at(f, e.path, sec.offset, sec.size)
+  if not data or (sec.entsize ~= SYM_SIZE and sec.entsize ~= 0) then return false end
+  local r = e.r
+  for p = 1, #data - SYM_SIZE + 1, SYM_SIZE do
+    if string.byte(data, p + 4) % 16 == STT_OBJECT and r.u32(data, p) ~= 0 and r.u16(data, p + 6) ~= SHN_UNDEF then
+      return true
+    end
+  end
+  return false
 end
 
 -- e:symbols() -> { symtab = list, dynsym = list }: the defined functions of
@@ -510,14 +525,18 @@ end
 -- PT_LOAD segment of the runtime file (an inspect() table) that holds it,
 -- as perf does; a shared object's values are kept. plt_from: the file
 -- whose PLT stubs are added as "name@plt" symbols (the runtime file, as
--- perf does).
+-- perf does), when the table has symbols of its own.
 function M.symbols(path, which, runtime, plt_from)
   local e, f = open_file(path)
   if not e then return nil, f end
   local want = which == ".symtab" and SHT_SYMTAB or SHT_DYNSYM
-  local ok, list = true, {}
+  local ok, list, any = true, {}, false
   for _, s in ipairs(e.sections) do
-    if s.type == want then ok, list = pcall(read_table, e, f, s, true); break end
+    if s.type == want then
+      ok, list = pcall(read_table, e, f, s, true)
+      any = ok and (#list > 0 or defines_objects(e, f, s))
+      break
+    end
   end
   f:close()
   if not ok then return nil, list end
@@ -535,7 +554,10 @@ function M.symbols(path, which, runtime, plt_from)
     end
     list = out
   end
-  if plt_from then
+  -- perf synthesizes the PLT's names only when the table gave symbols
+  -- (dso__load: ret > 0; functions or data objects): a stripped executable
+  -- whose .dynsym holds only imports keeps its PLT stubs unnamed
+  if plt_from and any then
     local pe, pf = open_file(plt_from)
     if pe then
       for _, x in ipairs(plt_symbols(pe, pf)) do list[#list + 1] = x end
