@@ -7,6 +7,7 @@
 -- command's errors.
 local P = require "spec.support.perfdata"
 local shell = require "spec.support.shell"
+local compat = require "perfev.compat"
 
 local LUA_BUSY = "lua5.4 -e 'local s = 0 for i = 1, 3e6 do s = s + math.sin(i) end'"
 
@@ -193,6 +194,64 @@ describe("perfev.report against perf report --stdio #perf_heavy", function()
     local flat = perfev_report(path, { children = false })
     assert.matches("# Overhead  Command", flat, 1, true)
     assert.is_true(agree(flat, perf_report(path, "--no-children")) > 3)
+  end)
+
+  -- perf's kernel map runs from the text's start to the end of the last
+  -- kallsyms symbol once the kernel's symbols are loaded (init text such
+  -- as start_kernel, which every idle callchain holds, and data), and a
+  -- data symbol (D, B) reads name+0xOFF. Samples at chosen kernel
+  -- addresses, written into a copy of a recorded file, rows compared line
+  -- for line with perf report's.
+  it("kernel addresses past _etext: init text, data symbols, the map's end, as perf", function()
+    local kallsyms = require "perfev.symbols.kallsyms"
+    local k = kallsyms.open("/proc/kallsyms")
+    local text = shell.sh("grep -m1 ' T _text$' /proc/kallsyms"):match("^(%x+)")
+    local sk = shell.sh("grep -m1 ' T start_kernel$' /proc/kallsyms"):match("^(%x+)")
+    local data = shell.sh("grep -m1 ' D __start_init_stack$' /proc/kallsyms"):match("^(%x+)")
+    if not (k and text and sk and data) then
+      pending("/proc/kallsyms does not show _text, start_kernel and __start_init_stack here")
+      return
+    end
+    local path = assert(record("cc.data", "-e cpu-clock -c 100000 -- " .. LUA_BUSY))
+    local base = tonumber(text:sub(5), 16) - 0x800000000000   -- perfev.symbols.kallsyms's v
+    local limit = assert(k:core_limit())
+    local function addr(v) return compat.add(compat.parse_u64("0xffff800000000000"), v) end
+    local targets = { base + 0x100000, tonumber(sk:sub(5), 16) - 0x800000000000 + 0x10,
+                      tonumber(data:sub(5), 16) - 0x800000000000 + 8, limit - 0x10, limit + 0x10,
+                      limit + 0x100000, base - 0x100000 }
+    local pd = require "perfev.perfdata"
+    local f = assert(pd.open(path))
+    local out = dir .. "/kx.data"
+    local w = assert(pd.create(out, f:attrs(), { features = f }))
+    local tmpl
+    for rec in f:records() do
+      if rec.type ~= "sample" then assert(w:write(rec)) elseif not tmpl then tmpl = rec end
+    end
+    f:close()
+    for i, v in ipairs(targets) do
+      for j = 1, i do   -- i samples at the i-th address: every row has its own share
+        local r = {}
+        for key, x in pairs(tmpl) do r[key] = x end
+        r.ip, r.cpumode, r.misc = addr(v), "kernel", compat.band(tmpl.misc, compat.bnot(7)) + 1
+        r.time = tmpl.time + i * 1000 + j
+        assert(w:write(r))
+      end
+    end
+    w:close()
+    local function rows(report_text)
+      local t = {}
+      for line in report_text:gmatch("[^\n]+") do
+        if line:match("^%s+%d") and line:find("[k]", 1, true) then t[#t + 1] = line:gsub("%s+", " ") end
+      end
+      table.sort(t)
+      return t
+    end
+    local theirs = rows(P.perf(("report -i '%s' --stdio --sort dso,sym"):format(out)))
+    local mine = rows((perfev_report(out, { sort = "dso,sym" })))
+    assert.same(theirs, mine)
+    assert.is_true(#mine >= 6)
+    assert.matches("start_kernel", table.concat(mine, "\n"), 1, true)
+    assert.matches("__start_init_stack+0x8", table.concat(mine, "\n"), 1, true)
   end)
 
   it("C++ names as perf prints them: std::ostream, not c++filt's std::basic_ostream<...>", function()

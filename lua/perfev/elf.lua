@@ -35,7 +35,7 @@ local core_ok, core = pcall(require, "perfev.core")
 if not core_ok then core = nil end
 local M = {}
 
-local SHT_SYMTAB, SHT_STRTAB, SHT_NOTE, SHT_DYNSYM = 2, 3, 7, 11
+local SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 3, 4, 7, 8, 11
 local STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
 local STV_INTERNAL, STV_HIDDEN = 1, 2
 local SHF_EXECINSTR = 4
@@ -482,10 +482,16 @@ end
 -- perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
 local function plt_symbols(e, f)
   local plt, rel = e:section(".plt"), e:section(".rela.plt")
-  if not plt or not rel or rel.entsize ~= 24 or plt.entsize == 0 then return {} end
+  -- a separate debug file (-dbg packages) keeps these headers as NOBITS,
+  -- with no bytes: perf finds no relocations there (sh_type), nor here
+  if not plt or not rel or rel.type ~= SHT_RELA or rel.entsize ~= 24 or plt.type == SHT_NOBITS
+     or plt.entsize == 0 then
+    return {}
+  end
   local size = plt.entsize
   local dynsym = e.sections[rel.link + 1]
-  local strsec = dynsym and e.sections[dynsym.link + 1]
+  local strsec = dynsym and dynsym.type == SHT_DYNSYM and e.sections[dynsym.link + 1]
+  if not strsec or strsec.type ~= SHT_STRTAB then return {} end
   local data = read_at(f, e.path, rel.offset, rel.size)
   local syms = dynsym and read_at(f, e.path, dynsym.offset, dynsym.size)
   local strings = strsec and read_at(f, e.path, strsec.offset, strsec.size)

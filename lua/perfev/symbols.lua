@@ -479,11 +479,17 @@ local function kernel_entry(self, v)
     self.kernel_dso = d
     self.ktable = self:kernel_table() or false
   end
-  local key, name, start, mod
-  if self.ktable then key, name, start, mod = self.ktable:find(v) end
+  local key, name, start, mod, object
+  if self.ktable then key, name, start, mod, object = self.ktable:find(v) end
+  -- the kernel's map: from its text's start to the end of its last
+  -- symbol (perf's, once the kernel's symbols are loaded: init text and
+  -- data resolve, start_kernel in every idle callchain), or its text's end
   local r = self.kernel_range
-  if r and (v < r[1] or v >= r[2]) and not mod then
-    return entry(self.unknown, nil, nil, "k", v)
+  if r and not mod then
+    local limit = self.ktable and self.ktable:core_limit()
+    if v < r[1] or v >= (limit and limit > r[2] and limit or r[2]) then
+      return entry(self.unknown, nil, nil, "k", v)
+    end
   end
   if mod then
     local m = "[" .. mod .. "]"
@@ -493,6 +499,9 @@ local function kernel_entry(self, v)
   local e = d.entries[key]
   if not e then
     e = { dso = d, name = name, start = start, space = "k", addr = start }
+    -- a data symbol's row reads name+0xOFF, the offset of the address
+    -- that made it, as perf prints an STT_OBJECT's
+    if object then e.object_text = ("%s+0x%x"):format(name, v - start) end
     e.symkey = e
     d.entries[key] = e
   end
@@ -667,7 +676,7 @@ end
 
 -- format(e) -> the symbol as perf prints it: the name, or 0x and 16 digits.
 function M.format(e)
-  if e.name then return e.name end
+  if e.name then return e.object_text or e.name end
   local s = e.text
   if not s then
     s = M.hex(e.space, e.addr)

@@ -91,7 +91,7 @@ M.symbol = {
   text = function(row) return "[" .. row.level .. "] " .. symbols.format(row.e) end,
   last_unpadded = true,
   len = function(row)
-    if row.e.name then return #row.e.name + 4 end
+    if row.e.name then return #(row.e.object_text or row.e.name) + 4 end
     return UNRESOLVED + 6
   end,
   cmp = function(a, b)

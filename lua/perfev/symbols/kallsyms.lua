@@ -16,6 +16,8 @@ local M = {}
 
 local KSPAN = 0x800000000000
 local KEEP = { T = true, t = true, W = true, w = true, D = true, d = true, B = true, b = true }
+-- data symbols: perf makes them STT_OBJECT, which it prints as name+0xOFF
+local OBJECT = { D = true, d = true, B = true, b = true }
 local PAGE = 4096
 
 local find, sub, byte = string.find, string.sub, string.byte
@@ -129,7 +131,24 @@ local function core_find(self, v)
     name = sub(s, pos + 19, find(s, "[\t\n]", pos + 19) - 1)
     self.names[key] = name
   end
-  return key, name, start
+  return key, name, start, OBJECT[sub(s, pos + 17, pos + 17)] or false
+end
+
+-- The end of the kernel's last symbol (modules aside), by the rule of
+-- core_find: perf's kernel map reaches there once its symbols are loaded
+-- (past _etext: init text, data), nil without kernel lines.
+function K:core_limit()
+  if self.limit ~= nil then return self.limit or nil end
+  local s, pos = self.s, self.core_end > 1 and prev_line(self.s, self.core_end) or nil
+  while pos and not kept(s, pos) do pos = prev_line(s, pos) end
+  local start = pos and addr(s, pos)
+  local limit = false
+  if start then
+    if self.modules.n > 0 then limit = math.ceil((start + PAGE) / PAGE) * PAGE
+    else limit = math.ceil(start / PAGE) * PAGE + PAGE end
+  end
+  self.limit = limit
+  return limit or nil
 end
 
 local function module_find(self, v)
@@ -146,10 +165,11 @@ local function module_find(self, v)
   return -lo, t.names[lo], start, t.mods[lo]
 end
 
--- k:find(v) -> key (unique per symbol), name, start, module | nil
+-- k:find(v) -> key (unique per symbol), name, start, module, object | nil
+-- (object: a kernel data symbol, D or B)
 function K:find(v)
-  local key, name, start = core_find(self, v)
-  if key then return key, name, start end
+  local key, name, start, object = core_find(self, v)
+  if key then return key, name, start, nil, object end
   local m
   key, name, start, m = module_find(self, v)
   if key then return key, name, start, m end
