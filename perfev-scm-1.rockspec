@@ -68,7 +68,6 @@ build = {
          incdirs = { "csrc" },
       },
       ["perfev"] = "lua/perfev/init.lua",
-      ["perfev.bits"] = "lua/perfev/bits.lua",
       ["perfev.cache"] = "lua/perfev/cache.lua",
       ["perfev.cli"] = "lua/perfev/cli/init.lua",
       ["perfev.cli.list"] = "lua/perfev/cli/list.lua",

@@ -30,9 +30,9 @@ local core = require "perfev.core"
 local spec = require "perfev.spec"
 local tool = require "perfev.tool"
 local options = require "perfev.options"
-local bits = require "perfev.bits"
 local fs = require "perfev.fs"
 local warn = require "perfev.warn"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -43,8 +43,8 @@ local FALLBACKS = {
     when = function(a, errno) return errno == E.EINVAL and (a.exclude_guest ~= 0 or a.exclude_host ~= 0) end,
     apply = function(a) a.exclude_guest, a.exclude_host = false, false end },
   { name = "read_lost",
-    when = function(a, errno) return errno == E.EINVAL and bits.has(a.read_format, FORMAT.LOST) end,
-    apply = function(a) a.read_format = bits.clear(a.read_format, FORMAT.LOST) end },
+    when = function(a, errno) return errno == E.EINVAL and compat.btest(a.read_format, FORMAT.LOST) end,
+    apply = function(a) a.read_format = compat.band(a.read_format, compat.bnot(FORMAT.LOST)) end },
   { name = "exclude_kernel",
     when = function(a, errno, how)
       return (errno == E.EACCES or errno == E.EPERM) and how.user_fallback and a.exclude_kernel == 0
@@ -142,7 +142,7 @@ local function open_attr(s, in_group)
     t = t or {}
     if t.disabled == nil then a.disabled = not in_group end
     if t.read_format == nil then
-      a.read_format = bits.set(bits.set(a.read_format, FORMAT.TOTAL_TIME_ENABLED), FORMAT.TOTAL_TIME_RUNNING)
+      a.read_format = compat.bor(a.read_format, FORMAT.TOTAL_TIME_ENABLED, FORMAT.TOTAL_TIME_RUNNING)
     end
   end
   return a, name, t

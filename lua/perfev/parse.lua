@@ -69,7 +69,6 @@ local new_event, apply, numeric, HYBRID = B.new_event, B.apply, B.numeric, B.HYB
 local builtin, callchain, pmu_terms, valid_terms = T.builtin, T.callchain, T.pmu_terms, T.valid_terms
 local probe_terms, probe_vocabulary = T.probe_terms, T.probe_vocabulary
 local BITS = V.BITS
-local bits = require "perfev.bits"
 local SAMPLE = core.SAMPLE
 
 local M = {}
@@ -231,7 +230,7 @@ function P:tracepoint(sys, start, in_group)
       end
       builtin(ev, t)
     end
-    for _, b in ipairs(TP_SAMPLE_TYPE) do ev.sample_type = bits.set(ev.sample_type or 0, b) end
+    for _, b in ipairs(TP_SAMPLE_TYPE) do ev.sample_type = compat.bor(ev.sample_type or 0, b) end
     if ev.sample_period == nil and ev.sample_freq == nil then ev.sample_period = 1 end
     callchain(ev, start)
     list[#list + 1] = ev
