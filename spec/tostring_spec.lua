@@ -137,6 +137,10 @@ local LUA_OBJECTS = {
       local p = perfev.profile { event = "cpu-clock", period = 1000000 }
       return p, { "cpu-clock", "stopped" }, function() p:close() end, false
     end },
+  { "perfev.resty", function()   -- outside nginx: no lua_shared_dict, this worker's own sums
+      local r = assert(require("perfev.resty").new { events = { "task-clock", "page-faults" } })
+      return r, { "task-clock, page-faults", "0 labels in this worker" }, function() r:close() end
+    end },
 }
 
 local function check(name, obj, facts, close, shows_closed)

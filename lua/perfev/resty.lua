@@ -64,7 +64,7 @@ function _M.new(opts)
   g:enable()
   local self = setmetatable({
     g = g, n = #events, events = events, t = g:read(), delta = {},
-    dict = dict, sums = {}, labels = {},
+    dict = dict, dict_name = opts.dict, sums = {}, labels = {},
     prefix = opts.prefix or "perfev_request_", label = opts.label,
   }, mt)
   return self
@@ -206,6 +206,17 @@ end
 for name, f in pairs { profile_start = "start", profile_finish = "finish", profile_serve = "serve",
                        profile = "profile" } do
   _M[name] = function(opts) return require("perfev.profile.resty")[f](opts) end
+end
+
+-- tostring(inst): what a REPL or an error log shows of an instance:
+-- perfev.resty (task-clock, page-faults; 2 labels; dict perfev) or closed.
+function mt.__tostring(self)
+  local labels = 0
+  for key in pairs(self.sums) do if key:match("^0\t") then labels = labels + 1 end end
+  local where = self.dict and ("dict %s"):format(self.dict_name or "?")
+                or ("%d labels in this worker"):format(labels)
+  return ("perfev.resty (%s; %s)%s"):format(table.concat(self.events, ", "), where,
+                                            self.g and "" or " closed")
 end
 
 -- Closes this instance's events (a worker's are closed when it exits).
