@@ -144,7 +144,6 @@ static void read_times(struct cur *c, uint64_t fmt)
 
 static void op_read(struct cur *c, const struct perfev_rfield *f)
 {
-  lua_State *L = c->L;
   uint64_t fmt = c->l->read_format;
   int here = perfev_fill_shaped(c->f, f->name, 0, 5, fmt);
   if (fmt & PERF_FORMAT_GROUP) {
@@ -154,9 +153,9 @@ static void op_read(struct cur *c, const struct perfev_rfield *f)
     perfev_cursor_fits(&c->in, nr, each, "read nr");
     perfev_fill_set_int(c->f, "nr", nr);
     for (uint64_t i = 0; i < nr; i++) {
-      perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);
+      int in_place = perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);
       read_entry(c, fmt);
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
+      perfev_fill_put_item(c->f, -2, (lua_Integer)i + 1, in_place);
     }
     perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   } else {
@@ -210,9 +209,9 @@ static void op_callchain(struct cur *c, const struct perfev_rfield *f)
         segs_here = perfev_fill_nested(c->f, "callchain_contexts", 2, 0);
         segs = lua_gettop(L);
       } else {
-        perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
+        int in_place = perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
         fill_segment(c, marker, first, n);
-        lua_rawseti(L, segs, nseg);
+        perfev_fill_put_item(c->f, segs, nseg, in_place);
       }
       marker = ip;
       first = n + 1;
@@ -223,9 +222,9 @@ static void op_callchain(struct cur *c, const struct perfev_rfield *f)
     lua_rawseti(L, chain, ++n);
   }
   if (segs) {
-    perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
+    int in_place = perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
     fill_segment(c, marker, first, n);
-    lua_rawseti(L, segs, nseg);
+    perfev_fill_put_item(c->f, segs, nseg, in_place);
     perfev_fill_trim(c->f, segs, "callchain_contexts", nseg);
     perfev_fill_put_nested(c->f, "callchain_contexts", segs_here);   /* absent: no markers */
   }
@@ -299,9 +298,9 @@ static void op_branch(struct cur *c, const struct perfev_rfield *f)
     perfev_fill_set_int(c->f, "hw_idx", get64(c, "branch_stack hw_idx"));
   perfev_cursor_fits(&c->in, nr, 24, "branch_stack nr");
   for (uint64_t i = 0; i < nr; i++) {
-    perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 11);
+    int in_place = perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 11);
     branch_entry(c);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    perfev_fill_put_item(c->f, -2, (lua_Integer)i + 1, in_place);
   }
   perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   if (bst & PERF_SAMPLE_BRANCH_COUNTERS) {
@@ -435,14 +434,15 @@ static void op_namespaces(struct cur *c, const struct perfev_rfield *f)
   int here = perfev_fill_nested(c->f, f->name, (int)nr, 0);
   for (uint64_t i = 0; i < nr; i++) {
     const char *name = t && i < NR_NAMESPACES ? perfev_const_name(t, i) : NULL;
-    perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);   /* the same index, the same keys */
+    /* the same index, the same keys */
+    int in_place = perfev_fill_item(c->f, -1, f->name, (lua_Integer)i + 1, 3);
     perfev_fill_set_int(c->f, "dev", get64(c, "namespace dev"));
     perfev_fill_set_int(c->f, "inode", get64(c, "namespace inode"));
     if (name) {
       perfev_push_lower(L, name);
       lua_setfield(L, -2, "name");
     }
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    perfev_fill_put_item(c->f, -2, (lua_Integer)i + 1, in_place);
   }
   perfev_fill_trim(c->f, -1, f->name, (lua_Integer)nr);
   perfev_fill_put_nested(c->f, f->name, here);

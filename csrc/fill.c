@@ -222,22 +222,31 @@ void perfev_fill_put_nested(struct perfev_fill *f, const char *k, int in_place)
   track(f, k, 0);
 }
 
-void perfev_fill_item(struct perfev_fill *f, int parent, const char *k, lua_Integer i, int nrec)
+int perfev_fill_item(struct perfev_fill *f, int parent, const char *k, lua_Integer i, int nrec)
 {
   lua_State *L = f->L;
   if (f->reuse) {
     parent = lua_absindex(L, parent);
     if (lua_rawgeti(L, parent, i) == LUA_TTABLE)
-      return;
+      return 1;
     lua_pop(L, 1);
     push_spares(f, k);
     if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
       lua_remove(L, -2);
-      return;
+      return 0;
     }
     lua_pop(L, 2);
   }
   lua_createtable(L, 0, nrec);
+  return 0;
+}
+
+void perfev_fill_put_item(struct perfev_fill *f, int parent, lua_Integer i, int in_place)
+{
+  if (in_place)
+    lua_pop(f->L, 1);
+  else
+    lua_rawseti(f->L, parent, i);
 }
 
 void perfev_fill_trim(struct perfev_fill *f, int idx, const char *k, lua_Integer n)

@@ -55,8 +55,12 @@ int perfev_fill_nested(struct perfev_fill *f, const char *k, int narr, int nrec)
 int perfev_fill_shaped(struct perfev_fill *f, const char *k, int narr, int nrec, uint64_t shape);
 void perfev_fill_put_nested(struct perfev_fill *f, const char *k, int in_place);
 /* Pushes the table to fill as item i of the nested table k at index
- * parent (an item table of k that trim took off is reused). */
-void perfev_fill_item(struct perfev_fill *f, int parent, const char *k, lua_Integer i, int nrec);
+ * parent (an item table of k that trim took off is reused). Returns 1
+ * when it is parent[i] already. */
+int perfev_fill_item(struct perfev_fill *f, int parent, const char *k, lua_Integer i, int nrec);
+/* Pops the filled item table and makes it parent[i] (parent: an index
+ * below it), unless it was there (in_place: perfev_fill_item's result). */
+void perfev_fill_put_item(struct perfev_fill *f, int parent, lua_Integer i, int in_place);
 /* Removes the items after n of the nested array at idx, when refilling;
  * item tables are kept for k (NULL: the items are not tables). */
 void perfev_fill_trim(struct perfev_fill *f, int idx, const char *k, lua_Integer n);
