@@ -227,20 +227,36 @@ function Group:read(t)
 end
 
 -- each(method): the kernel group (one ioctl on its leader, for the whole
--- group) or every kernel member, then the tool events.
+-- group) or every kernel member, and the tool events (before them when
+-- enabling, after them otherwise).
 local function each(self, method)
+  -- the tools' clocks bracket the kernel's counts: started before the
+  -- kernel events are enabled, stopped after they are disabled, so that
+  -- duration_time is never shorter than a task-clock of one thread
+  local tools_first = method == "enable"
+  if tools_first then
+    for _, pos in ipairs(self.tools) do self.list[pos][method](self.list[pos]) end
+  end
+  local function failed(msg, errno)
+    if tools_first then   -- the kernel's counts did not start: nor do the tools'
+      for _, pos in ipairs(self.tools) do self.list[pos]:disable() end
+    end
+    return nil, msg, errno
+  end
   if self.reader then
     local lead = self.list[self.kernel[1]]
     local ok, msg, errno = lead[method](lead, true)
-    if not ok then return nil, msg, errno end
+    if not ok then return failed(msg, errno) end
   else
     for _, pos in ipairs(self.kernel) do
       local ev = self.list[pos]
       local ok, msg, errno = ev[method](ev)
-      if not ok then return nil, msg, errno end
+      if not ok then return failed(msg, errno) end
     end
   end
-  for _, pos in ipairs(self.tools) do self.list[pos][method](self.list[pos]) end
+  if not tools_first then
+    for _, pos in ipairs(self.tools) do self.list[pos][method](self.list[pos]) end
+  end
   return true
 end
 
