@@ -78,6 +78,7 @@ struct perfev_sel_plan {
   uint32_t rows;      /* the rows to walk for the fields without a fixed offset */
   uint16_t min_size;  /* the record must hold the fixed fields */
   uint8_t fast;       /* every field has a fixed offset (or none) */
+  uint8_t first_set;  /* the first field always has a value: no nil check */
   uint16_t chain;     /* the callchain's offset, when it is fixed and asked for; 0: none */
   struct { uint16_t off; uint8_t how; } f[PERFEV_SELECT_MAX];
 };
@@ -110,9 +111,11 @@ struct perfev_reuse {
   struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
   const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
   struct perfev_select sel;               /* the `fields` option */
-  /* perfev.decode's walk over its byte string (kept alive by its closure) */
+  /* perfev.decode's walk over its byte string and its decoder (both kept
+   * alive by its closure: one lua_touserdata a record, not three) */
   const unsigned char *bytes;
   size_t len, off;
+  struct perfev_decoder *dec;
 };
 /* Where the selected fields' key strings sit in the state's user value. */
 #define PERFEV_SEL_KEYS 1000

@@ -149,18 +149,17 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
 
 /* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }, [options]) ---- */
 
-#define DECODE_UPV_BYTES lua_upvalueindex(1)
-#define DECODE_UPV_DEC lua_upvalueindex(2)
+/* Upvalues 1 and 2, the byte string and the decoder, only keep them alive:
+ * the state points at both. */
 #define DECODE_UPV_INTO lua_upvalueindex(3)
 #define DECODE_UPV_STATE lua_upvalueindex(4)
 
-/* The iterator: the string and where it is are in the state (the string
- * is kept alive by upvalue 1), so that a step reads no upvalue but the
- * decoder and the state. */
+/* The iterator: the string, where it is and the decoder are in the state,
+ * so that a step reads no upvalue but the state. */
 static int decode_next(lua_State *L)
 {
   struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, DECODE_UPV_STATE);
-  struct perfev_decoder *d = (struct perfev_decoder *)lua_touserdata(L, DECODE_UPV_DEC);
+  struct perfev_decoder *d = st->dec;
   const unsigned char *s = st->bytes;
   size_t len = st->len, off = st->off;
   struct perf_event_header h;
@@ -274,6 +273,7 @@ static int l_decode(lua_State *L)
   top = lua_gettop(L);
   st = perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
   st->bytes = (const unsigned char *)lua_tolstring(L, 1, &st->len);
+  st->dec = d;
   lua_pushvalue(L, 1);
   lua_pushvalue(L, top);
   lua_pushvalue(L, top + 1);

@@ -256,6 +256,14 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
     }
     p->f[j].how = how;
   }
+  switch (sel->n ? p->f[0].how : H_ABSENT) {
+  case H_U64: case H_S32: case H_U32: case H_PERIOD: case H_TYPE: case H_SIZE: case H_MISC:
+  case H_CPUMODE:
+    p->first_set = 1;
+    break;
+  default:
+    p->first_set = 0;
+  }
   p->sample_type = l->sample_type;
   p->read_format = l->read_format;
   p->period = l->period;
@@ -416,7 +424,7 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
       push_value(L, p, j, l, rec, d->swap, x, li, off);
     }
   }
-  if (lua_isnil(L, -(int)sel->n))
+  if (!p->first_set && lua_isnil(L, -(int)sel->n))
     luaL_error(L, "%s: the sample at offset %d has no '%s', the first of the fields: "
                   "a loop ends at a nil first value, so put first a field every sample has "
                   "(ip, tid, time, ...)", sel->who, (int)off, sel->f[0].name);
