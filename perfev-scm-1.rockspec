@@ -46,6 +46,7 @@ build = {
             "csrc/event.c",
             "csrc/fill.c",
             "csrc/group.c",
+            "csrc/kallsyms.c",
             "csrc/layout.c",
             "csrc/open.c",
             "csrc/perfdata.c",

@@ -178,5 +178,6 @@ int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler*.c) */
 /* ---- perf.data reader (perfdata*.c) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
 int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (elfsym.c) */
+int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (kallsyms.c) */
 
 #endif

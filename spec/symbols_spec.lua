@@ -187,6 +187,61 @@ describe("perfev.symbols", function()
     assert.is_true(checked >= 200)
   end)
 
+  it("maps a regular kallsyms file and reads /proc/kallsyms: the same symbols either way", function()
+    local f = io.open("/proc/kallsyms")
+    local first = f and f:read("l")
+    if f then f:close() end
+    if not first or first:match("^0+ ") then pending("/proc/kallsyms hides addresses (kptr_restrict)"); return end
+    local copy_path = dir .. "/kallsyms.copy"
+    copy("/proc/kallsyms", copy_path)
+    local core = require "perfev.core"
+    local mapped, read = assert(core.kallsyms_map(copy_path)), assert(core.kallsyms_map("/proc/kallsyms"))
+    assert.matches("mapped", tostring(mapped), 1, true)
+    assert.matches("read", tostring(read), 1, true)
+    local km, kr = assert(kallsyms.open(copy_path)), assert(kallsyms.open("/proc/kallsyms"))
+    local n, i = 0, 0
+    for line in io.lines(copy_path) do
+      i = i + 1
+      local a = line:match("^(%x+) [TtDdBbWw] ")
+      if a and i % 97 == 0 then
+        local v = symbols.kernel_v(a)
+        assert.same({ km:find(v) }, { kr:find(v) })
+        assert.same({ km:find(v + 1) }, { kr:find(v + 1) })
+        n = n + 1
+      end
+    end
+    assert.is_true(n > 100, n)
+    assert.equal(km:core_limit(), kr:core_limit())
+    mapped:close()
+    assert.is_true(mapped:closed())
+    assert.has_error(function() mapped:find(0) end, "perfev.kallsyms: the file is closed")
+    read:close()
+    km:close()
+    kr:close()
+  end)
+
+  it("says which kernel symbols are data (D, B: perf's objects) and where the last one ends", function()
+    write(dir .. "/kallsyms.data", table.concat({
+      "ffffffff81000000 T _stext",
+      "ffffffff81000100 T fn",
+      "ffffffff82000000 D some_data",
+      "ffffffff82000100 b some_bss",
+      "ffffffff82000200 r some_rodata",
+    }, "\n") .. "\n")
+    local k = assert(kallsyms.open(dir .. "/kallsyms.data"))
+    local function find(addr)
+      local _, name, _, _, object = k:find(symbols.kernel_v(addr))
+      return name, object
+    end
+    assert.same({ "fn", false }, { find("ffffffff81000110") })
+    assert.same({ "some_data", true }, { find("ffffffff82000010") })
+    assert.same({ "some_bss", true }, { find("ffffffff82000300") })
+    -- no modules: the last kept symbol ends one page after its own page
+    assert.equal(symbols.kernel_v("ffffffff82002000"), k:core_limit())
+    assert.is_nil(k:find(symbols.kernel_v("ffffffff82002000")))
+    k:close()
+  end)
+
   it("demangles C++ names as perf prints them (no parameters)", function()
     if not shell.have("c++filt") then pending("c++filt (binutils) is not installed"); return end
     local e = { { name = "_ZNSt6localeaSERKS_" }, { name = "_Znwm" }, { name = "main" } }

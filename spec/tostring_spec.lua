@@ -37,6 +37,10 @@ local C_CLASSES = {
   ["perfev.attr"] = function()
     return core.attr { type = "software", config = core.SW.PAGE_FAULTS }, { "perf_event_attr:", "type", "config" }
   end,
+  ["perfev.kallsyms"] = function()
+    local m = assert(core.kallsyms_map("/proc/kallsyms"))
+    return m, { "bytes", "read" }, function() m:close() end
+  end,
   ["perfev.event"] = function()
     local ev = assert(perfev.open("page-faults"))
     return ev, { "perfev.event(page-faults", "fd " .. ev:fileno() }, function() ev:close() end
