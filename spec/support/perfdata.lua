@@ -13,10 +13,15 @@ end
 
 M.tmpdir, M.rmdir = shell.tmpdir, shell.rmdir
 
+-- perf and the programs it records are not perfev: check-asan's preload
+-- of the sanitizer runtimes stays out of them (a recorded program would
+-- show libasan's frames, perf would run instrumented)
+local PERF = "env -u LD_PRELOAD perf"
+
 -- Runs a perf command (stdin: a file to read from); returns its stdout and stderr.
 function M.perf(args, stdin)
   local err = os.tmpname()
-  local cmd = ("perf %s 2>'%s'"):format(args, err)
+  local cmd = ("%s %s 2>'%s'"):format(PERF, args, err)
   if stdin then cmd = cmd .. (" < '%s'"):format(stdin) end
   local out = shell.sh(cmd)
   local e = shell.read_file(err) or ""
@@ -26,7 +31,7 @@ end
 
 -- Runs `perf record ARGS` (output in path); returns path, or nil and perf's output.
 function M.record(path, args)
-  local out, ok = shell.sh(("perf record -o '%s' %s 2>&1"):format(path, args))
+  local out, ok = shell.sh(("%s record -o '%s' %s 2>&1"):format(PERF, path, args))
   if not ok or not shell.exists(path) then return nil, out end
   return path
 end
