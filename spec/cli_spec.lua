@@ -331,6 +331,58 @@ describe("perfev command", function()
       for _, l in ipairs(lines(err)) do assert.near(1, tonumber(fields(l, ",")[7]), 0.3) end
     end)
 
+    -- -I with -A or --per-*: each interval's lines are the aggregation's,
+    -- under perf's header for the mode
+    it("intervals of an aggregation as perf stat -I prints them (text, -x, -j)", function()
+      if not u.is_root() then pending("system-wide counting needs root here") return end
+      local EV = " -e task-clock,page-faults -- sleep 0.25"
+      -- the lines of the first interval (those with the first line's stamp)
+      local function first_interval(text, json)
+        local out, stamp = {}, nil
+        for _, l in ipairs(lines(text)) do
+          local t = json and l:match('"interval" : ([%d.]+)') or l:match("^%s*([%d.]+)[%s,]")
+          if t then
+            stamp = stamp or t
+            if t == stamp then out[#out + 1] = l end
+          end
+        end
+        return out
+      end
+      for _, mode in ipairs { "-a -A", "-a --per-socket", "-a --per-die", "-a --per-core", "-a --per-node" } do
+        local theirs, mine = both("stat -I 100 " .. mode .. EV)
+        assert.equal(lines(theirs)[1], lines(mine)[1], mode)   -- "#           time CPU ..."
+        local a, b = first_interval(theirs), first_interval(mine)
+        assert.is_true(#a > 0)
+        assert.equal(#a, #b, mode)
+        for i = 1, #a do   -- the aggregation column and the event, numbers aside
+          local function shape(l)
+            return (l:gsub("^%s*[%d.]+", ""):gsub("%s*[%d%.]+%s*", " N "):gsub("[KMG]?/sec", "/sec")
+                     :gsub("%s+", " "):gsub("%s+$", ""))
+          end
+          assert.equal(shape(a[i]), shape(b[i]), mode)
+        end
+        theirs, mine = both("stat -x, -I 100 " .. mode .. EV)
+        a, b = first_interval(theirs), first_interval(mine)
+        assert.equal(#a, #b, mode)
+        for i = 1, #a do
+          local fa, fb = fields(a[i], ","), fields(b[i], ",")
+          assert.equal(#fa, #fb, mode)
+          for col = 2, #fa - 7 do assert.equal(fa[col], fb[col], mode) end   -- CPU0, S0,2 ...
+          assert.equal(fa[#fa - 4], fb[#fb - 4], mode)                       -- the event
+        end
+        theirs, mine = both("stat -j -I 100 " .. mode .. EV)
+        a, b = first_interval(theirs, true), first_interval(mine, true)
+        assert.equal(#a, #b, mode)
+        for i = 1, #a do
+          local ka, kb = {}, {}
+          for k in a[i]:gmatch('"([%w%-]+)" :') do ka[#ka + 1] = k end
+          for k in b[i]:gmatch('"([%w%-]+)" :') do kb[#kb + 1] = k end
+          assert.same(ka, kb)
+          assert.is_number(cjson.decode(b[i]).interval)
+        end
+      end
+    end)
+
     it("--per-thread on a process, as perf stat --per-thread -p", function()
       local p = io.popen("exec lua5.4 -e 'local t = os.clock() while os.clock() - t < 3 do end' & echo $!", "r")
       local pid = tonumber(p:read("l"))

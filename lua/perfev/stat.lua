@@ -82,7 +82,6 @@ local function check(opts)
     fail(3, "option 'aggr' = '%s' needs 'system_wide' or 'cpus' (perf: both cgroup and no-aggregation "
          .. "modes only available in system-wide mode)", o.aggr)
   end
-  if o.aggr and o.interval then fail(3, "option 'aggr' cannot be used with 'interval' (not yet in perfev)") end
   if o.system_wide and (o.pid or o.run) then fail(3, "option 'system_wide' cannot be used with 'pid' or a function") end
   local n = (o.run and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
   if (o.pid or o.system_wide) and o.command then n = 1 end   -- a command bounds the measurement
@@ -184,9 +183,36 @@ local function build(o, set, runs_data, wall_ns)
   return list
 end
 
-local function new_interval(o, set, res, prev, data, t_ns, interval_ns)
+-- A group's counts now (an aggregation's CPUs or threads), the tool
+-- events as the whole run's.
+local function group_readings(o, set, g, tools)
+  local data = set:read(g.members)
+  for i, e in ipairs(o.entries) do
+    if e.tool then
+      local v = tools[e.tool] or 0
+      data[i] = { count = v, enabled = v, running = v }
+    end
+  end
+  return data
+end
+
+-- The interval ending now: its counters, and with an aggregation
+-- (run.groups, perf stat -I with -A or --per-*) each group's, from the
+-- difference with the group's previous reading (run.prev).
+local function new_interval(o, set, res, prev, data, t_ns, interval_ns, run)
   local iv = { index = #res.intervals + 1, time = t_ns }
   iv.counters = build(o, set, { delta(prev, data) }, interval_ns)
+  if run and run.groups then
+    iv.groups = {}
+    for gi, g in ipairs(run.groups) do
+      local now = group_readings(o, set, g, run.tools)
+      local ivg = {}
+      for k, v in pairs(g) do ivg[k] = v end
+      ivg.counters = build(o, set, { delta(run.prev[gi], now) }, interval_ns)
+      iv.groups[gi] = ivg
+      run.prev[gi] = now
+    end
+  end
   res.intervals[#res.intervals + 1] = iv
   if o.on_interval then o.on_interval(iv, res) end
 end
@@ -196,7 +222,7 @@ end
 -- goes on through EINTR, and Lua code must run for Ctrl-C (lua.c's SIGINT
 -- hook) to stop the wait.
 local SLICE_MS = 100
-local function wait_loop(o, set, res, t0, wait, tools_now)
+local function wait_loop(o, set, res, t0, wait, tools_now, run)
   local prev
   if not o.interval then
     repeat until wait(SLICE_MS)
@@ -210,8 +236,10 @@ local function wait_loop(o, set, res, t0, wait, tools_now)
     local t = now_ns()
     if gone then return prev end
     if t >= t0 + k * step then
-      local data = readings(o, set, tools_now(t))
-      new_interval(o, set, res, prev, data, t - t0, step)
+      local tl = tools_now(t)
+      local data = readings(o, set, tl)
+      if run then run.tools = tl end
+      new_interval(o, set, res, prev, data, t - t0, step, run)
       prev = data
       k = k + 1
     end
@@ -360,7 +388,9 @@ local function run_pid(o, res)
     if not w then return true end
     return command.wait_watch(w, ms)
   end
-  local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end)
+  -- with -I and an aggregation, each interval has its groups' counts too
+  local run = o.aggr and o.interval and { groups = aggr.groups(o.aggr, tinfo), prev = {} } or nil
+  local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end, run)
   if not ok then
     if not interrupted(prev) then
       set:close()
@@ -377,26 +407,19 @@ local function run_pid(o, res)
   command.unwatch(w or nil)
   command.unwatch(res.sleeper)
   res.sleeper = nil
-  local data = readings(o, set, tools(t1, t0))
+  local tl_end = tools(t1, t0)
+  local data = readings(o, set, tl_end)
   local groups
   if o.aggr then
     groups = aggr.groups(o.aggr, tinfo)
-    local tl = tools(t1, t0)
-    for _, g in ipairs(groups) do
-      g.data = set:read(g.members)
-      for i, entry in ipairs(o.entries) do
-        if entry.tool then
-          local v = tl[entry.tool] or 0
-          g.data[i] = { count = v, enabled = v, running = v }
-        end
-      end
-    end
+    for _, g in ipairs(groups) do g.data = group_readings(o, set, g, tl_end) end
   end
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
   local last = res.intervals[#res.intervals]
   if o.interval and not res.interrupted and (t1 - t0) - (last and last.time or 0) >= 1e6 then
-    new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6)
+    if run then run.tools = tl_end end
+    new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6, run)
   end
   return { set = set, data = data, wall = t1 - t0, groups = groups }
 end

@@ -210,13 +210,21 @@ end
 -- each counter over the CPUs with -A, each socket/die/core/node's
 -- counters in turn, and with --per-thread each counter over the threads,
 -- the largest count first.
-local function aggregated(res, cfg, out)
-  local mode, groups = res.aggr, res.groups
+-- groups, counters: the run's (res.groups, res.counters) or an interval's;
+-- stamp_prefix: an interval's time stamp (before each line; in JSON its
+-- first keys).
+local function aggregated(res, cfg, out, groups, counters, stamp_prefix)
+  local mode = res.aggr
+  groups, counters = groups or res.groups, counters or res.counters
   local function line(g, i)
-    out[#out + 1] = M.line(cfg, g.counters[i], aggr.prefix(mode, g, cfg.mode, cfg.sep))
+    local p = aggr.prefix(mode, g, cfg.mode, cfg.sep)
+    if stamp_prefix then
+      p = stamp_prefix .. (cfg.mode == "json" and p:gsub("^{", "") or p)
+    end
+    out[#out + 1] = M.line(cfg, g.counters[i], p)
   end
   if mode == "none" or mode == "thread" then
-    for i in ipairs(res.counters) do
+    for i in ipairs(counters) do
       local list = groups
       if mode == "thread" then
         list = {}
@@ -231,7 +239,7 @@ local function aggregated(res, cfg, out)
     end
   else
     for _, g in ipairs(groups) do
-      for i in ipairs(res.counters) do line(g, i) end
+      for i in ipairs(counters) do line(g, i) end
     end
   end
 end
@@ -249,19 +257,31 @@ function M.format(res, opts)
   return table.concat(out)
 end
 
+-- perf 6.1's interval header columns between "time" and "counts", by
+-- aggregation mode
+local INTERVAL_HEAD = { none = "CPU       ", socket = "socket cpus", die = "die          cpus",
+                        core = "core            cpus", node = "node   cpus", thread = "            comm-pid     " }
+
 -- interval(res, iv, opts) -> the lines of one interval (iv: an element of
 -- res.intervals, iv.index its number from 1): in text, a header line
--- first and every 25 intervals, as perf does.
+-- first and every 25 intervals, as perf does. With an aggregation (-A,
+-- --per-*), each group's lines, in the order of the whole run's.
 function M.interval(res, iv, opts)
   local cfg = M.config(res, opts, iv.counters)
   local out = {}
   if cfg.mode == "text" and (iv.index - 1) % 25 == 0 then
-    out[1] = ("#           time             counts %" .. cfg.unit_width .. "s events\n"):format("unit")
+    local head = iv.groups and INTERVAL_HEAD[res.aggr]
+    out[1] = ("#           time %s            counts %" .. cfg.unit_width .. "s events\n")
+             :format(head and (head .. " ") or "", "unit")
   end
   local prefix
   if cfg.mode == "json" then prefix = ('{"interval" : %s, '):format(stamp(iv.time, true))
   else prefix = stamp(iv.time) .. cfg.sep end
-  for _, c in ipairs(iv.counters) do out[#out + 1] = M.line(cfg, c, prefix) end
+  if iv.groups then
+    aggregated(res, cfg, out, iv.groups, iv.counters, prefix)
+  else
+    for _, c in ipairs(iv.counters) do out[#out + 1] = M.line(cfg, c, prefix) end
+  end
   return table.concat(out)
 end
 
