@@ -48,6 +48,13 @@ local function fields(line, sep)
   return f
 end
 
+-- the keys of a JSON line of perf stat -j, in their order
+local function json_keys(line)
+  local keys = {}
+  for k in line:gmatch('"([%w%-]+)" :') do keys[#keys + 1] = k end
+  return keys
+end
+
 -- both tools' stderr for the same arguments
 local function both(args)
   local _, theirs, s1 = run(args, "perf")
@@ -316,10 +323,7 @@ describe("perfev command", function()
         a, b = lines(theirs), lines(mine)
         assert.equal(#a, #b, mode)
         for i = 1, #a do
-          local ka, kb = {}, {}
-          for k in a[i]:gmatch('"([%w%-]+)" :') do ka[#ka + 1] = k end
-          for k in b[i]:gmatch('"([%w%-]+)" :') do kb[#kb + 1] = k end
-          assert.same(ka, kb)
+          assert.same(json_keys(a[i]), json_keys(b[i]))
           for _, k in ipairs { "cpu", "socket", "die", "core", "node", "aggregate-number" } do
             local pat = '"' .. k:gsub("%-", "%%-") .. '" : ("?[^,]*)'
             assert.equal(a[i]:match(pat), b[i]:match(pat), mode .. " " .. k)
@@ -374,10 +378,7 @@ describe("perfev command", function()
         a, b = first_interval(theirs, true), first_interval(mine, true)
         assert.equal(#a, #b, mode)
         for i = 1, #a do
-          local ka, kb = {}, {}
-          for k in a[i]:gmatch('"([%w%-]+)" :') do ka[#ka + 1] = k end
-          for k in b[i]:gmatch('"([%w%-]+)" :') do kb[#kb + 1] = k end
-          assert.same(ka, kb)
+          assert.same(json_keys(a[i]), json_keys(b[i]))
           assert.is_number(cjson.decode(b[i]).interval)
         end
       end

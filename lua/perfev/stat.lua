@@ -128,9 +128,10 @@ local function rusage(who)
   return tonumber(u) or 0, tonumber(s) or 0
 end
 
--- the counts of one reading, with the tool events filled in
-local function readings(o, set, tools)
-  local data = set:read()
+-- the counts of one reading (of members: an aggregation group's CPUs or
+-- threads; nil: all), with the tool events filled in as the whole run's
+local function readings(o, set, tools, members)
+  local data = set:read(members)
   for i, e in ipairs(o.entries) do
     if e.tool then
       local v = tools[e.tool] or 0
@@ -183,19 +184,6 @@ local function build(o, set, runs_data, wall_ns)
   return list
 end
 
--- A group's counts now (an aggregation's CPUs or threads), the tool
--- events as the whole run's.
-local function group_readings(o, set, g, tools)
-  local data = set:read(g.members)
-  for i, e in ipairs(o.entries) do
-    if e.tool then
-      local v = tools[e.tool] or 0
-      data[i] = { count = v, enabled = v, running = v }
-    end
-  end
-  return data
-end
-
 -- The interval ending now: its counters, and with an aggregation
 -- (run.groups, perf stat -I with -A or --per-*) each group's, from the
 -- difference with the group's previous reading (run.prev).
@@ -205,7 +193,7 @@ local function new_interval(o, set, res, prev, data, t_ns, interval_ns, run)
   if run and run.groups then
     iv.groups = {}
     for gi, g in ipairs(run.groups) do
-      local now = group_readings(o, set, g, run.tools)
+      local now = readings(o, set, run.tools, g.members)
       local ivg = {}
       for k, v in pairs(g) do ivg[k] = v end
       ivg.counters = build(o, set, { delta(run.prev[gi], now) }, interval_ns)
@@ -412,7 +400,7 @@ local function run_pid(o, res)
   local groups
   if o.aggr then
     groups = aggr.groups(o.aggr, tinfo)
-    for _, g in ipairs(groups) do g.data = group_readings(o, set, g, tl_end) end
+    for _, g in ipairs(groups) do g.data = readings(o, set, tl_end, g.members) end
   end
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
