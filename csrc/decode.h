@@ -177,15 +177,12 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
  * records) does with a record: pushes its table (returns 1), or with a
  * `fields` selection and no `into` table its selected values (returns
  * how many), or skips it (returns 0: not a sample, when values are asked
- * for). x (may be NULL): what the source adds. */
-int perfev_iter_record(lua_State *L, struct perfev_decoder *d, int state, int into,
-                       const unsigned char *rec, size_t len, size_t off,
+ * for). st: the iteration state's userdata, the one at index state (the
+ * caller keeps it, sparing a hot loop a lua_touserdata per record).
+ * x (may be NULL): what the source adds. */
+int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
+                       int state, int into, const unsigned char *rec, size_t len, size_t off,
                        const struct perfev_extra *x);
-/* The same with the state's userdata already at hand (st: the one at
- * index state), which spares a hot loop a lua_touserdata per record. */
-int perfev_iter_record_st(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
-                          int state, int into, const unsigned char *rec, size_t len, size_t off,
-                          const struct perfev_extra *x);
 /* Whether the iteration state at index state returns values (samples only). */
 int perfev_iter_values(lua_State *L, int state);
 /* Compiles the field names of the list at idx into sel (raises at the

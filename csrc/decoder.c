@@ -175,8 +175,7 @@ static int decode_next(lua_State *L)
     if (h.size > len - off)
       perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
     st->off = off + h.size;
-    n = perfev_iter_record_st(L, st, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off,
-                              NULL);
+    n = perfev_iter_record(L, st, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off, NULL);
     off += h.size;
   }
   return n;

@@ -294,7 +294,7 @@ static int push_kernel(lua_State *L, struct pd_reader *r, struct pd_iter *it,
     pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
              "attr: a pipe-mode stream must start with its header_attr records", foff,
              perfev_ld32(rec, r->swap));
-  return perfev_iter_record_st(L, it->st, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
+  return perfev_iter_record(L, it->st, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
 }
 
 /* attrs entry index (from 1) holding id, or 0. */

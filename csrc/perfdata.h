@@ -57,7 +57,7 @@ struct pd_bytes {
   size_t len, cap;
 };
 /* One array of entries, reused for the whole file (its pages are faulted
- * in once: on a VM a page fault costs ~10 us, more than ordering a page of
+ * in once: on this VM a page fault cost ~15 us, more than ordering a page of
  * entries): ents[0..due) are flushed, in time order, delivered from opos;
  * ents[due..n) wait. A flush first drops what was delivered. */
 struct pd_queue {

@@ -164,6 +164,7 @@ static int push_event(lua_State *L, void *ud, int which, int asked, uint32_t typ
 static int records_next(lua_State *L)
 {
   struct perfev_ring *r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
+  struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, lua_upvalueindex(5));
   uint64_t head = (uint64_t)lua_tointeger(L, lua_upvalueindex(2)), tail;
   struct perf_event_header h;
   struct perfev_extra x = { push_event, r };
@@ -182,7 +183,7 @@ static int records_next(lua_State *L)
     }
     ring_copy(r, tail, r->rec, h.size);
     store_tail(r, tail + h.size);
-    n = perfev_iter_record(L, r->dec, lua_upvalueindex(5), lua_upvalueindex(4), r->rec, h.size,
+    n = perfev_iter_record(L, st, r->dec, lua_upvalueindex(5), lua_upvalueindex(4), r->rec, h.size,
                            (size_t)tail, &x);
   }
   return n;

@@ -435,22 +435,14 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
   return (int)sel->n;
 }
 
-int perfev_iter_record_st(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
-                          int state, int into, const unsigned char *rec, size_t len, size_t off,
-                          const struct perfev_extra *x)
+int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
+                       int state, int into, const unsigned char *rec, size_t len, size_t off,
+                       const struct perfev_extra *x)
 {
   if (st->sel.values)
     return iter_values(L, d, state, into, st, rec, len, off, x);
   perfev_decode_into(L, d, state, into, rec, len, off, x);
   return 1;
-}
-
-int perfev_iter_record(lua_State *L, struct perfev_decoder *d, int state, int into,
-                       const unsigned char *rec, size_t len, size_t off,
-                       const struct perfev_extra *x)
-{
-  struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, state);
-  return perfev_iter_record_st(L, st, d, state, into, rec, len, off, x);
 }
 
 int perfev_iter_values(lua_State *L, int state)

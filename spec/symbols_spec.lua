@@ -41,6 +41,12 @@ end
 describe("perfev.symbols", function()
   local dir
   setup(function() dir = shell.tmpdir() end)
+
+  -- kallsyms.open of a file of these lines, written in dir
+  local function kallsyms_file(name, lines)
+    write(dir .. "/" .. name, table.concat(lines, "\n") .. "\n")
+    return assert(kallsyms.open(dir .. "/" .. name))
+  end
   teardown(function() shell.rmdir(dir) end)
 
   it("splits addresses into user, kernel, context markers and prints them as perf", function()
@@ -135,7 +141,7 @@ describe("perfev.symbols", function()
   end)
 
   it("reads kallsyms as perf: T/W/D/B symbols, the last name at an address, ends, modules", function()
-    write(dir .. "/kallsyms", table.concat({
+    local k = kallsyms_file("kallsyms", {
       "ffffffff81000000 T _stext",
       "ffffffff81000000 T startup_64",
       "ffffffff81000100 r some_rodata",
@@ -143,8 +149,7 @@ describe("perfev.symbols", function()
       "ffffffff81000300 W weak_fn",
       "ffffffffc0000000 t mod_fn\t[mymod]",
       "ffffffffc0000400 T mod_fn2\t[mymod]",
-    }, "\n") .. "\n")
-    local k = assert(kallsyms.open(dir .. "/kallsyms"))
+    })
     local function name(addr)
       local _, n, _, m = k:find(assert(symbols.kernel_v(addr)))
       return n, m
@@ -221,14 +226,13 @@ describe("perfev.symbols", function()
   end)
 
   it("says which kernel symbols are data (D, B: perf's objects) and where the last one ends", function()
-    write(dir .. "/kallsyms.data", table.concat({
+    local k = kallsyms_file("kallsyms.data", {
       "ffffffff81000000 T _stext",
       "ffffffff81000100 T fn",
       "ffffffff82000000 D some_data",
       "ffffffff82000100 b some_bss",
       "ffffffff82000200 r some_rodata",
-    }, "\n") .. "\n")
-    local k = assert(kallsyms.open(dir .. "/kallsyms.data"))
+    })
     local function find(addr)
       local _, name, _, _, object = k:find(symbols.kernel_v(addr))
       return name, object

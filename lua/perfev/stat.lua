@@ -376,8 +376,9 @@ local function run_pid(o, res)
     if not w then return true end
     return command.wait_watch(w, ms)
   end
-  -- with -I and an aggregation, each interval has its groups' counts too
-  local run = o.aggr and o.interval and { groups = aggr.groups(o.aggr, tinfo), prev = {} } or nil
+  -- the aggregation's groups; with -I each interval has their counts too
+  local groups = o.aggr and aggr.groups(o.aggr, tinfo) or nil
+  local run = groups and o.interval and { groups = groups, prev = {} } or nil
   local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end, run)
   if not ok then
     if not interrupted(prev) then
@@ -397,11 +398,7 @@ local function run_pid(o, res)
   res.sleeper = nil
   local tl_end = tools(t1, t0)
   local data = readings(o, set, tl_end)
-  local groups
-  if o.aggr then
-    groups = aggr.groups(o.aggr, tinfo)
-    for _, g in ipairs(groups) do g.data = readings(o, set, tl_end, g.members) end
-  end
+  for _, g in ipairs(groups or {}) do g.data = readings(o, set, tl_end, g.members) end
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
   local last = res.intervals[#res.intervals]

@@ -618,7 +618,6 @@ local function abbreviate(name)
   end
   return name
 end
-M.abbreviate = abbreviate
 
 function M.demangle(entries)
   local todo, seen = {}, {}
