@@ -66,8 +66,11 @@ local function row_of(h, sortkeys, s)
   local part = sortkeys[n].part(s)
   local row = node[part]
   if not row then
-    row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level, trace = s.trace,
-            period = 0, samples = 0, children_period = 0 }
+    -- every field a row gets later is set here (false for none yet): see
+    -- perfev.report.callchain's node on LuaJIT's template forwarding
+    row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level, trace = s.trace or false,
+            period = 0, samples = 0, children_period = 0, stamp = 0, tree = false, max_depth = 0,
+            thread_comm = false, trace_known = false }
     node[part] = row
     h.rows[#h.rows + 1] = row
   end

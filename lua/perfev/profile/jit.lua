@@ -190,8 +190,13 @@ function M.collector(jp, weigh, opts)
     local k = table.concat(ids, ",")
     st = c.bystack[k]
     if not st then
-      st = { weight = 0, samples = 0 }
+      -- the frame ids first, the counts set last: LuaJIT 2.1-20230119
+      -- forwards a load from a constructor's table to the constructor's
+      -- value after a key added in the same trace rehashed it (see
+      -- perfev.report.callchain's node)
+      st = {}
       for i, id in ipairs(ids) do st[i] = id end
+      st.weight, st.samples = 0, 0
       c.stacks[#c.stacks + 1] = st
       c.bystack[k] = st
     end

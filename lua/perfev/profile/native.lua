@@ -147,8 +147,9 @@ function M.symbolize(raw)
     local k = table.concat(ids, ",")
     local st = bystack[k]
     if not st then
-      st = { weight = 0, samples = 0 }
+      st = {}   -- the ids first, the counts last (perfev.profile.jit's stacks: LuaJIT's forwarding)
       for i, id in ipairs(ids) do st[i] = id end
+      st.weight, st.samples = 0, 0
       stacks[#stacks + 1] = st
       bystack[k] = st
     end

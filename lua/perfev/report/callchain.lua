@@ -54,11 +54,16 @@ function M.parse(spec)
   return p
 end
 
--- A trie node: kids by entry (and in the order they came), the period and
--- samples of chains that end here (hit, count) and of all that pass
--- (total, tcount).
+-- A trie node: kids by entry and in the order they came (list[1..n]), the
+-- period and samples of chains that end here (hit, count) and of all that
+-- pass (total, tcount). Every field a node ever gets is set here: LuaJIT
+-- 2.1-20230119 (Debian's luajit2, nginx's) forwards a load from a table
+-- built from a constructor template to the template's value after a key
+-- added in the same trace rehashed it (LuaJIT issue 980, fixed upstream in
+-- April 2023): nodes grown that way lost counts and kids at random.
 local function node(e)
-  return { e = e, kids = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0 }
+  return { e = e, kids = {}, list = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
+           sorted = false, ordered = false }
 end
 M.new = function() return node(nil) end
 
@@ -73,8 +78,9 @@ function M.insert(tree, chain, from, to, step, period, samples)
     if not kid then
       kid = node(e)
       nd.kids[e] = kid
-      nd.n = nd.n + 1
-      nd[nd.n] = kid
+      local n = nd.n + 1
+      nd.n = n
+      nd.list[n] = kid
     end
     nd = kid
     nd.total, nd.tcount = nd.total + period, nd.tcount + samples
@@ -87,7 +93,7 @@ end
 local function compress(t)
   local vals = { t.e }
   while t.hit == 0 and t.n == 1 do
-    t = t[1]
+    t = t.list[1]
     vals[#vals + 1] = t.e
   end
   return vals, t
@@ -113,7 +119,7 @@ end
 -- ones in insertion order.
 local function sorted(t, value, min)
   local list = {}
-  for i = 1, t.n do list[i] = t[i] end
+  for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
   local out = {}
   for i, k in ipairs(list) do
@@ -219,11 +225,11 @@ end
 
 local function order_kids(t)
   local list = {}
-  for i = 1, t.n do list[i] = t[i] end
+  for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
   t.ordered = list
   for i = 1, t.n do
-    local _, last = compress(t[i])
+    local _, last = compress(t.list[i])
     order_kids(last)
   end
 end
