@@ -80,6 +80,9 @@ struct perfev_sel_plan {
   uint8_t fast;       /* every field has a fixed offset (or none) */
   uint8_t first_set;  /* the first field always has a value: no nil check */
   uint16_t chain;     /* the callchain's offset, when it is fixed and asked for; 0: none */
+  uint16_t period_at; /* the sample's period's offset; 0: the sample has none */
+  uint8_t tally;      /* every field can be a tally's key (fixed, one value a sample) */
+  uint8_t untallied;  /* when not: the first field that cannot */
   struct { uint16_t off; uint8_t how; } f[PERFEV_SELECT_MAX];
 };
 struct perfev_select {
@@ -91,6 +94,7 @@ struct perfev_select {
   uint32_t hdr;       /* header keys asked for: PERFEV_HDR_* bits */
   uint32_t extra;     /* extras asked for, by bit */
   int period;         /* period asked for (the attr's when the sample has none) */
+  int tally;          /* samples are counted by their values (tally.c), not returned */
   lua_Integer chain_len;   /* frames in the reused callchain table (values mode) */
   struct perfev_sel_field f[PERFEV_SELECT_MAX];
   struct perfev_sel_plan plans[PERFEV_SELECT_PLANS];
@@ -116,7 +120,12 @@ struct perfev_reuse {
   const unsigned char *bytes;
   size_t len, off;
   struct perfev_decoder *dec;
+  struct perfev_tally *tally;             /* the `tally` option's counts (in the user value) */
 };
+/* ... the tally's userdata and the record it holds back while the tallies
+ * before it are handed out. */
+#define PERFEV_SEL_TALLY 998
+#define PERFEV_SEL_HELD 997
 /* Where the selected fields' key strings sit in the state's user value. */
 #define PERFEV_SEL_KEYS 1000
 /* ... and the callchain table values mode reuses. */
@@ -190,6 +199,37 @@ int perfev_iter_values(lua_State *L, int state);
  * value at uv gets their key strings. */
 void perfev_select_compile(lua_State *L, int idx, int uv, struct perfev_select *sel,
                            const char *who);
+
+/* ---- tallies (tally.c) ----
+ * With `tally = true` (and `fields`), an iteration counts its samples by
+ * the values of the fields instead of returning them, and returns each
+ * distinct set of values once, as `samples, weight, values...` (weight:
+ * the sum of their periods, nil when the samples have none), before the
+ * next other record it returns (as a table) and at the end: a report's
+ * histogram at C speed, the records that change its state in time. */
+
+/* select.c: the plan of the selection for layout li (cached); the value
+ * of field j of a sample read in place as a u64, and that value pushed as
+ * the iteration pushes the field. */
+const struct perfev_sel_plan *perfev_select_plan(struct perfev_select *sel,
+                                                 const struct perfev_layout *l, size_t li);
+uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_layout *l,
+                           const unsigned char *rec, int swap);
+void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_t j, uint64_t v,
+                            const struct perfev_extra *x, size_t li, size_t off);
+/* Counts the sample rec (layout li, plan p) in st's tally. */
+void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
+                      const struct perfev_sel_plan *p, const struct perfev_layout *l,
+                      const unsigned char *rec, int swap, size_t li);
+/* With the record's table on top: pushes the first tally instead, holding
+ * the table back, when there are tallies; returns the values pushed. */
+int perfev_tally_hold(lua_State *L, struct perfev_reuse *st, int state, struct perfev_decoder *d,
+                      const struct perfev_extra *x);
+/* What an iteration with a tally returns before reading on: the next
+ * tally, or the record held back (returns the values pushed; 0: none).
+ * end: the records are over, the tallies left are handed out. */
+int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct perfev_decoder *d,
+                      const struct perfev_extra *x, int end);
 
 /* Raises "perfev.decode: malformed record at offset off ...: msg". */
 void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg);

@@ -164,9 +164,11 @@ static int decode_next(lua_State *L)
   size_t len = st->len, off = st->off;
   struct perf_event_header h;
   int n = 0;
+  if (st->sel.tally && (n = perfev_tally_next(L, st, DECODE_UPV_STATE, d, NULL, off >= len)) > 0)
+    return n;
   while (n == 0) {   /* n is 0 for a record skipped (values of samples only) */
-    if (off >= len)
-      return 0;
+    if (off >= len)   /* the tallies of the last samples, if any */
+      return st->sel.tally ? perfev_tally_next(L, st, DECODE_UPV_STATE, d, NULL, 1) : 0;
     if (len - off < sizeof h)
       perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
     perfev_record_header(s + off, d->swap, &h);

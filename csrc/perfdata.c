@@ -374,6 +374,12 @@ static int iter_next(lua_State *L)
   if (it->generation != r->generation)
     return luaL_error(L, "perfev.perfdata: %s: a later f:records() restarted the file; this "
                          "iterator is finished", r->name);
+  if (it->st->sel.tally) {   /* the tallies before a record, then the record */
+    struct perfev_extra x = { push_extra, it };
+    int n = perfev_tally_next(L, it->st, IT_UPV_STATE, r->d, &x, it->done);
+    if (n)
+      return n;
+  }
   if (it->done)
     return 0;
   while (it->replay_pos < r->nreplay) {   /* what the open read ahead */
@@ -418,6 +424,10 @@ static int iter_next(lua_State *L)
       }
       add_warning(L, IT_UPV_READER, r);
       it->done = 1;
+      if (it->st->sel.tally) {   /* the tallies of the last samples */
+        struct perfev_extra x = { push_extra, it };
+        return perfev_tally_next(L, it->st, IT_UPV_STATE, r->d, &x, 1);
+      }
       return 0;
     }
     type = perfev_ld32(rec, r->swap);
@@ -430,11 +440,12 @@ static int iter_next(lua_State *L)
       if (type == PD_FINISHED_ROUND && it->order && pd_queue_flush(&r->q, PD_FLUSH_ROUND))
         queue_oom(L, r);
       if (want) {
+        struct perfev_extra x = { push_extra, it };
         if (it->offsets) {
           lua_pushinteger(L, (lua_Integer)foff);
           lua_setfield(L, -2, "offset");
         }
-        return 1;
+        return it->st->sel.tally ? perfev_tally_hold(L, it->st, IT_UPV_STATE, decoder(L, IT_UPV_READER, r), &x) : 1;
       }
       lua_settop(L, 0);
       continue;
@@ -460,7 +471,7 @@ static int l_records(lua_State *L)
   struct pd_iter *it;
   static const struct perfev_opt opts[] = {
     { "order", LUA_TSTRING }, { "offsets", LUA_TBOOLEAN }, { "types", LUA_TTABLE },
-    { "into", LUA_TTABLE }, { "fields", LUA_TTABLE }, { NULL, 0 }
+    { "into", LUA_TTABLE }, { "fields", LUA_TTABLE }, { "tally", LUA_TBOOLEAN }, { NULL, 0 }
   };
   lua_settop(L, 2);
   perfev_check_options(L, 2, "perfev.perfdata: records", opts);

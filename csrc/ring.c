@@ -171,10 +171,16 @@ static int records_next(lua_State *L)
   int n = 0;
   if (!r->page)
     return luaL_error(L, "perfev.ring: the ring was closed during iteration");
+  if (st->sel.tally) {   /* the tallies before a record, then the record */
+    tail = r->page->data_tail;
+    n = perfev_tally_next(L, st, lua_upvalueindex(5), r->dec, &x, tail >= head || r->data_size == 0);
+    if (n)
+      return n;
+  }
   while (n == 0) {   /* 0: a record skipped (values of samples only) */
     tail = r->page->data_tail;   /* only this process writes it */
-    if (tail >= head || r->data_size == 0)
-      return 0;
+    if (tail >= head || r->data_size == 0)   /* the tallies of the last samples, if any */
+      return st->sel.tally ? perfev_tally_next(L, st, lua_upvalueindex(5), r->dec, &x, 1) : 0;
     ring_copy(r, tail, (unsigned char *)&h, sizeof h);
     if (h.size < sizeof h || h.size > head - tail) {
       store_tail(r, head);   /* resynchronise at head, then report */

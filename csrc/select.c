@@ -213,6 +213,8 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
       continue;
     present |= 1u << i;
     off[i] = fixed ? (int)pos : -1;
+    if (r->mask == PERF_SAMPLE_PERIOD && fixed)
+      p->period_at = (uint16_t)pos;
     size = row_size(r, l);
     if (!size)
       fixed = 0;
@@ -256,6 +258,16 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
     }
     p->f[j].how = how;
   }
+  p->tally = 1;
+  for (size_t j = 0; j < sel->n && p->tally; j++) {
+    uint8_t how = p->f[j].how;
+    if (how == H_TABLE || how == H_CHAIN || (how == H_EXTRA && p->f[j].off != PERFEV_EXTRA_EVENT)) {
+      p->tally = 0;
+      p->untallied = (uint8_t)j;
+    }
+  }
+  if (p->period_at + 8 > p->min_size && p->period_at)
+    p->min_size = (uint16_t)(p->period_at + 8);
   switch (sel->n ? p->f[0].how : H_ABSENT) {
   case H_U64: case H_S32: case H_U32: case H_PERIOD: case H_TYPE: case H_SIZE: case H_MISC:
   case H_CPUMODE:
@@ -271,8 +283,8 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
 }
 
 /* The plan for layout li: cached by its index, remade when the attr differs. */
-static const struct perfev_sel_plan *plan_for(struct perfev_select *sel,
-                                              const struct perfev_layout *l, size_t li)
+const struct perfev_sel_plan *perfev_select_plan(struct perfev_select *sel,
+                                                 const struct perfev_layout *l, size_t li)
 {
   struct perfev_sel_plan *p = &sel->plans[li % PERFEV_SELECT_PLANS];
   if (!p->valid || p->sample_type != l->sample_type || p->read_format != l->read_format ||
@@ -283,54 +295,64 @@ static const struct perfev_sel_plan *plan_for(struct perfev_select *sel,
 
 /* ---- one record ---- */
 
-/* Pushes the value of field j of the sample at rec, read in place. */
-static void push_value(lua_State *L, const struct perfev_sel_plan *p, size_t j,
-                       const struct perfev_layout *l, const unsigned char *rec, int swap,
-                       const struct perfev_extra *x, size_t li, size_t off)
+/* The value of field j of the sample at rec, read in place, as a u64 (a
+ * header key's bits, a flag as 0 or 1); perfev_select_push_key pushes it. */
+uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_layout *l,
+                           const unsigned char *rec, int swap)
 {
-  uint16_t at = p->f[j].off, misc;
+  uint16_t at = p->f[j].off;
   switch (p->f[j].how) {
-  case H_U64:
-    lua_pushinteger(L, (lua_Integer)perfev_ld64(rec + at, swap));
+  case H_U64: return perfev_ld64(rec + at, swap);
+  case H_S32: case H_U32: return perfev_ld32(rec + at, swap);
+  case H_PERIOD: return l->period;
+  case H_SIZE: return perfev_ld16(rec + 6, swap);
+  case H_MISC: return perfev_ld16(rec + 4, swap);
+  case H_CPUMODE: return perfev_ld16(rec + 4, swap) & PERF_RECORD_MISC_CPUMODE_MASK;
+  case H_FLAG: return (perfev_ld16(rec + 4, swap) & perfev_misc_flags[at].bit) != 0;
+  default: return 0;   /* H_TYPE, H_ABSENT; H_EXTRA: the source's, by layout */
+  }
+}
+
+void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_t j, uint64_t v,
+                            const struct perfev_extra *x, size_t li, size_t off)
+{
+  switch (p->f[j].how) {
+  case H_U64: case H_U32: case H_PERIOD: case H_SIZE: case H_MISC:
+    lua_pushinteger(L, (lua_Integer)v);
     break;
   case H_S32:
-    lua_pushinteger(L, (lua_Integer)(int32_t)perfev_ld32(rec + at, swap));
-    break;
-  case H_U32:
-    lua_pushinteger(L, (lua_Integer)perfev_ld32(rec + at, swap));
-    break;
-  case H_PERIOD:
-    lua_pushinteger(L, (lua_Integer)l->period);
+    lua_pushinteger(L, (lua_Integer)(int32_t)(uint32_t)v);
     break;
   case H_TYPE:
     lua_pushliteral(L, "sample");
     break;
-  case H_SIZE:
-    lua_pushinteger(L, perfev_ld16(rec + 6, swap));
-    break;
-  case H_MISC:
-    lua_pushinteger(L, perfev_ld16(rec + 4, swap));
-    break;
   case H_CPUMODE: {
-    const char *mode = perfev_cpumode_names[perfev_ld16(rec + 4, swap) & PERF_RECORD_MISC_CPUMODE_MASK];
+    const char *mode = perfev_cpumode_names[v & PERF_RECORD_MISC_CPUMODE_MASK];
     lua_pushstring(L, mode ? mode : "unknown");
     break;
   }
   case H_FLAG:
-    misc = perfev_ld16(rec + 4, swap);
-    if (misc & perfev_misc_flags[at].bit)
+    if (v)
       lua_pushboolean(L, 1);
     else
       lua_pushnil(L);
     break;
   case H_EXTRA:
-    if (!x || !x->push(L, x->ud, at, 1, PERF_RECORD_SAMPLE, li, off))
+    if (!x || !x->push(L, x->ud, p->f[j].off, 1, PERF_RECORD_SAMPLE, li, off))
       lua_pushnil(L);
     break;
   default:   /* H_ABSENT */
     lua_pushnil(L);
     break;
   }
+}
+
+/* Pushes the value of field j of the sample at rec, read in place. */
+static void push_value(lua_State *L, const struct perfev_sel_plan *p, size_t j,
+                       const struct perfev_layout *l, const unsigned char *rec, int swap,
+                       const struct perfev_extra *x, size_t li, size_t off)
+{
+  perfev_select_push_key(L, p, j, perfev_select_key(p, j, l, rec, swap), x, li, off);
 }
 
 /* Whether the callchain at p->chain fits the record of size bytes. */
@@ -401,7 +423,7 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
     return 0;
   }
   l = &d->layouts[li];
-  p = plan_for(sel, l, li);
+  p = perfev_select_plan(sel, l, li);
   if (sel->n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
     luaL_checkstack(L, (int)sel->n + 6, "perfev.decode: too many fields");
   if (!p->fast || h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap)) {
@@ -435,10 +457,41 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
   return (int)sel->n;
 }
 
+/* Tally mode: counts a sample (returns 0), or gives another record as a
+ * table, after the tallies of the samples before it. */
+static int iter_tally(lua_State *L, struct perfev_decoder *d, int state, int into,
+                      struct perfev_reuse *st, const unsigned char *rec, size_t len, size_t off,
+                      const struct perfev_extra *x)
+{
+  struct perf_event_header h;
+  size_t li;
+  uint64_t id;
+  if (d && len >= sizeof h) {
+    perfev_record_header(rec, d->swap, &h);
+    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h && h.size <= len &&
+        perfev_decoder_pick(d, rec, h.size, h.type, &li, &id) == PERFEV_PICK_OK) {
+      const struct perfev_layout *l = &d->layouts[li];
+      const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
+      if (!p->tally)
+        luaL_error(L, "%s: option 'tally': field '%s' cannot be a tally's key (it is not at a "
+                      "fixed place in this event's samples, or not one value a sample)",
+                   st->sel.who, st->sel.f[p->untallied].name);
+      if (h.size >= p->min_size) {
+        perfev_tally_add(L, st, state, p, l, rec, d->swap, li);
+        return 0;
+      }
+    }
+  }
+  perfev_decode_into(L, d, state, into, rec, len, off, x);   /* (a sample too short raises) */
+  return perfev_tally_hold(L, st, state, d, x);
+}
+
 int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
                        int state, int into, const unsigned char *rec, size_t len, size_t off,
                        const struct perfev_extra *x)
 {
+  if (st->sel.tally)
+    return iter_tally(L, d, state, into, st, rec, len, off, x);
   if (st->sel.values)
     return iter_values(L, d, state, into, st, rec, len, off, x);
   perfev_decode_into(L, d, state, into, rec, len, off, x);
@@ -474,10 +527,14 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
     if (lua_getfield(L, idx, "fields") != LUA_TNIL)
       perfev_select_compile(L, -1, uv, &st->sel, who);
     lua_pop(L, 1);
+    st->sel.tally = perfev_opt_bool(L, idx, "tally", 0);
+    if (st->sel.tally && !st->sel.n)
+      luaL_error(L, "%s: option 'tally' needs option 'fields' (the values samples are counted by)",
+                 who);
   }
   perfev_setiuservalue(L, -2);
   st->into = !lua_isnil(L, into);
-  if (st->sel.n && !st->into) {   /* values: the walks go into a table of the state's */
+  if (st->sel.n && !st->into && !st->sel.tally) {   /* values: the walks go into a table of the state's */
     st->sel.values = 1;
     st->into = 1;
     lua_newtable(L);
@@ -489,10 +546,11 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
 struct perfev_reuse *perfev_decode_options(lua_State *L, int idx, const char *who, int *swap)
 {
   static const struct perfev_opt with_swap[] = {
-    { "into", LUA_TTABLE }, { "swap", LUA_TBOOLEAN }, { "fields", LUA_TTABLE }, { NULL, 0 }
+    { "into", LUA_TTABLE }, { "swap", LUA_TBOOLEAN }, { "fields", LUA_TTABLE },
+    { "tally", LUA_TBOOLEAN }, { NULL, 0 }
   };
   static const struct perfev_opt without[] = {
-    { "into", LUA_TTABLE }, { "fields", LUA_TTABLE }, { NULL, 0 }
+    { "into", LUA_TTABLE }, { "fields", LUA_TTABLE }, { "tally", LUA_TBOOLEAN }, { NULL, 0 }
   };
   int given;
   idx = lua_absindex(L, idx);

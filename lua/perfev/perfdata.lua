@@ -150,16 +150,19 @@ local function reader_records(self, o)
 end
 
 -- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
--- offsets = true, into = t, fields = { "ip", "tid", ... } }]) -> iterator
--- of record tables (with fields and no into: of the samples' values)
+-- offsets = true, into = t, fields = { "ip", "tid", ... }, tally = true }])
+-- -> iterator of record tables (with fields and no into: of the samples'
+-- values; with tally: samples counted by their fields' values, each
+-- distinct set given as count, weight, values... before the next other
+-- record: doc/decoding.md)
 local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean", into = "table",
-                          fields = "table" }
+                          fields = "table", tally = "boolean" }
 
 function File:records(opts)
   check(self, "records")
   if opts == nil then return self.r:records() end
   options.check(opts, RECORDS_OPTIONS, "perfev.perfdata: records()")
-  local o = { offsets = opts.offsets, into = opts.into, fields = opts.fields }
+  local o = { offsets = opts.offsets, into = opts.into, fields = opts.fields, tally = opts.tally }
   if opts.order ~= nil and opts.order ~= "file" and opts.order ~= "time" then
     options.raisef("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s",
                    options.describe(opts.order))

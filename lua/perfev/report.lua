@@ -328,6 +328,10 @@ local function progress_bar(opts, size)
   end
 end
 
+-- What a sample's row is made of, counted in C when no callchain or trace
+-- output is needed.
+local TALLY_FIELDS = { "event", "ip", "pid", "tid", "cpu", "cpumode" }
+
 -- Reads every sample of f into per-event histograms.
 local function aggregate(self, f, opts)
   local S = self.S
@@ -363,56 +367,46 @@ local function aggregate(self, f, opts)
   -- (not with the trace key: each sample's own)
   local last_tid, last_h, last_cpu, last_comm, last_ctx
   local reuse_ctx = not self.trace_events
-  -- samples bring only the fields used here, decoded into one table;
-  -- the other records come whole (doc/decoding.md's `fields`)
-  local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
-  if bar then fields[#fields + 1] = "offset" end
-  if self.trace_events then fields[#fields + 1] = "raw" end
-  local into = {}
-  for rec in f:records { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields } do
+  -- n samples of h with these values (one, or a tally of them), their
+  -- period summed; rec: the sample's table when its chain or trace is used
+  local function sample(h, n, period, ip, pid, tid, cpu, mode, rec)
+    tid = tid or -1
+    s.pid, s.tid, s.cpu = pid or -1, tid, cpu or -1
+    if self.trace_events then s.trace = trace_output(self, h, rec) end
+    s.comm = comms[tid] or (":" .. tid)
+    s.level = LEVEL[mode] or "."
+    local e = S:resolve(s.pid, ip or 0, mode == "kernel" and "kernel" or "user")
+    s.e = e
+    local ctx
+    if reuse_ctx and tid == last_tid and h == last_h and s.cpu == last_cpu and s.comm == last_comm then
+      ctx = last_ctx
+    else
+      ctx = ctx_of(self, h, s)
+      last_tid, last_h, last_cpu, last_comm, last_ctx = tid, h, s.cpu, s.comm, ctx
+    end
+    local row = ctx[e]
+    if not row then
+      row = row_of(h, self.sortkeys, s)
+      ctx[e] = row
+    end
+    row.period = row.period + period
+    row.samples = row.samples + n
+    h.samples = h.samples + n
+    h.period = h.period + period
+    if self.children then
+      row.children_period = row.children_period + period
+      row.stamp = h.samples
+    end
+    local chain = self.walk_chains and rec and rec.callchain
+    if chain then
+      local nf = frames(self, h, s, ctx, chain, rec.callchain_contexts)
+      if self.children then cumulate(self, nf, period, h.samples) end
+      if self.graph and h.callchain then add_path(self, h, row, nf, period) end
+    end
+  end
+  local function other(rec)
     local t = rec.type
-    if t == "sample" then
-      local h = by_name[rec.event] or hists[1]
-      local period = tonumber(rec.period or h.default_period) or 1   -- a u64 cdata on LuaJIT
-      local tid = rec.tid or -1
-      local mode = rec.cpumode
-      s.pid, s.tid, s.cpu = rec.pid or -1, tid, rec.cpu or -1
-      if self.trace_events then s.trace = trace_output(self, h, rec) end
-      s.comm = comms[tid] or (":" .. tid)
-      s.level = LEVEL[mode] or "."
-      local e = S:resolve(s.pid, rec.ip or 0, mode == "kernel" and "kernel" or "user")
-      s.e = e
-      local ctx
-      if reuse_ctx and tid == last_tid and h == last_h and s.cpu == last_cpu and s.comm == last_comm then
-        ctx = last_ctx
-      else
-        ctx = ctx_of(self, h, s)
-        last_tid, last_h, last_cpu, last_comm, last_ctx = tid, h, s.cpu, s.comm, ctx
-      end
-      local row = ctx[e]
-      if not row then
-        row = row_of(h, self.sortkeys, s)
-        ctx[e] = row
-      end
-      row.period = row.period + period
-      row.samples = row.samples + 1
-      h.samples = h.samples + 1
-      h.period = h.period + period
-      if self.children then
-        row.children_period = row.children_period + period
-        row.stamp = h.samples
-      end
-      local chain = self.walk_chains and rec.callchain
-      if chain then
-        local nf = frames(self, h, s, ctx, chain, rec.callchain_contexts)
-        if self.children then cumulate(self, nf, period, h.samples) end
-        if self.graph and h.callchain then add_path(self, h, row, nf, period) end
-      end
-      if bar then
-        count = count + 1
-        if count % 4096 == 0 then bar(rec.offset - base) end
-      end
-    elseif t == "mmap" or t == "mmap2" then
+    if t == "mmap" or t == "mmap2" then
       S:mmap(rec)
     elseif t == "comm" then
       comms[rec.tid] = rec.comm
@@ -421,6 +415,41 @@ local function aggregate(self, f, opts)
       if rec.pid ~= rec.ppid then S:fork(rec) end
     elseif t == "lost_samples" then
       lost = lost + (rec.lost or 0)
+    end
+    if bar and rec.offset then bar(rec.offset - base) end
+  end
+  if not self.walk_chains and not self.trace_events then
+    -- samples counted in C by what makes their row (doc/decoding.md's
+    -- tally): the Lua above runs once per distinct sample, not per sample
+    local o = { order = "time", types = TYPES, offsets = bar and true or nil, fields = TALLY_FIELDS, tally = true }
+    for n, w, ev, ip, pid, tid, cpu, mode in f:records(o) do
+      if type(n) == "table" then
+        other(n)
+      else
+        local h = by_name[ev] or hists[1]
+        sample(h, n, w ~= nil and tonumber(w) or n, ip, pid, tid, cpu, mode)
+      end
+    end
+  else
+    -- samples bring only the fields used here, decoded into one table;
+    -- the other records come whole (doc/decoding.md's `fields`)
+    local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
+    if bar then fields[#fields + 1] = "offset" end
+    if self.trace_events then fields[#fields + 1] = "raw" end
+    local into = {}
+    local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields }
+    for rec in f:records(o) do
+      if rec.type == "sample" then
+        local h = by_name[rec.event] or hists[1]
+        local period = tonumber(rec.period or h.default_period) or 1   -- a u64 cdata on LuaJIT
+        sample(h, 1, period, rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
+        if bar then
+          count = count + 1
+          if count % 4096 == 0 then bar(rec.offset - base) end
+        end
+      else
+        other(rec)
+      end
     end
   end
   if bar then bar(size, true) end
