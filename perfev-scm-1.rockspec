@@ -63,6 +63,7 @@ build = {
             "csrc/ring_read.c",
             "csrc/ring_snapshot.c",
             "csrc/select.c",
+            "csrc/tally.c",
             "csrc/util.c",
          },
          defines = { "_GNU_SOURCE" },
