@@ -218,6 +218,40 @@ describe("perfev.elf", function()
     end
   end)
 
+  it("keeps each table's symbols as perf does, in C as in Lua (every library of the system)", function()
+    local core = require "perfev.core"
+    local c_finish = assert(core.elf_finish)
+    finally(function() core.elf_finish = c_finish end)
+    -- perf's rules on made-up symbols: equal starts keep the best (sized,
+    -- then not weak, then global, then fewer leading underscores, then the
+    -- longer name), a zero size ends at the next start or a page past its own
+    local list = { { 0x2000, 0, 2, "__w" }, { 0x1000, 16, 1, "b" }, { 0x1000, 16, 1, "_a" },
+                   { 0x1000, 0, 1, "c" }, { 0x1800, 0, 0, "l" }, { 0x1800, 8, 2, "weak" } }
+    local want = { starts = { 0x1000, 0x1800, 0x2000 }, ends = { 0x1010, 0x1808, 0x3000 },
+                   names = { "b", "weak", "__w" }, n = 3 }
+    assert.same(want, c_finish(list))
+    core.elf_finish = nil
+    assert.same(want, elf.finish(list))
+    assert.has_error(function() c_finish { { 1, 2, 3 } } end, "perfev.elf: finish: list[1][4] (name) is not a string")
+    -- the system's tables: the C finish and the Lua one agree symbol by symbol
+    local tables, syms = 0, 0
+    local p = io.popen("find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name '*.so*' -type f -size +20k | head -150")
+    for path in p:lines() do
+      for _, which in ipairs { ".symtab", ".dynsym" } do
+        core.elf_finish = nil
+        local a = elf.symbols(path, which)
+        core.elf_finish = c_finish
+        local b = elf.symbols(path, which)
+        if a then
+          tables, syms = tables + 1, syms + a.n
+          assert.same(a, b, path .. " " .. which)
+        end
+      end
+    end
+    p:close()
+    assert.is_true(tables > 20 and syms > 10000, ("%d tables, %d symbols"):format(tables, syms))
+  end)
+
   it("suggests the nearest names for a missing function", function()
     local none, err = elf.func_offset(HELPER, "perfev_probe_targte")
     assert.is_nil(none)

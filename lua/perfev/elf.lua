@@ -431,6 +431,7 @@ M.better = better
 -- each start and gives every zero-size symbol the start of the next (or
 -- the end of its page + 4096, for the last).
 function M.finish(list)
+  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/elfsym.c)
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
   -- symbols at it in their order
