@@ -166,17 +166,19 @@ local function build(o, set, runs_data, wall_ns)
       if d.count and d.enabled > 0 and d.running > 0 then counted = true end
     end
     local mean = sum / nruns
-    local c = { name = e.name .. (item.user_only and ":u" or ""), event = e.name, unit = e.unit,
-                scale = e.scale, kind = e.kind, ctx = e.ctx, supported = item.supported,
-                counted = item.supported and counted, count = mean, value = mean * e.scale,
-                enabled = sum_e / nruns, running = sum_r / nruns, error = item.error }
+    local noise, runs
     if nruns > 1 then
       local m2 = 0
       for r = 1, nruns do m2 = m2 + (vals[r] - mean) ^ 2 end
       local sd = math.sqrt(m2 / (nruns - 1) / nruns)
-      c.noise = mean ~= 0 and 100 * sd / mean or 0
-      c.runs = vals
+      noise, runs = mean ~= 0 and 100 * sd / mean or 0, vals
     end
+    -- every field in the constructor (doc/runtimes.md: LuaJIT's template forwarding)
+    local c = { name = e.name .. (item.user_only and ":u" or ""), event = e.name, unit = e.unit,
+                scale = e.scale, kind = e.kind, ctx = e.ctx, supported = item.supported,
+                counted = item.supported and counted, count = mean, value = mean * e.scale,
+                enabled = sum_e / nruns, running = sum_r / nruns, error = item.error,
+                noise = noise, runs = runs }
     list[i] = c
     list[c.name] = list[c.name] or c
   end

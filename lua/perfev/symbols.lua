@@ -455,7 +455,10 @@ local function entry(d, t, i, space, v)
   if i then
     local e = d.entries[i]
     if not e then
-      e = { dso = d, name = t.names[i], start = t.starts[i], space = space, addr = t.starts[i] }
+      -- every field an entry gets is in its constructor (doc/runtimes.md:
+      -- LuaJIT's template forwarding)
+      e = { dso = d, name = t.names[i], start = t.starts[i], space = space, addr = t.starts[i],
+            symkey = false, object_text = false }
       e.symkey = e
       d.entries[i] = e
     end
@@ -466,7 +469,7 @@ local function entry(d, t, i, space, v)
   local key = space .. compat.tostring(v)
   local e = d.raw[key]
   if not e then
-    e = { dso = d, space = space, addr = v, symkey = key }
+    e = { dso = d, space = space, addr = v, symkey = key, object_text = false }
     d.raw[key] = e
   end
   return e
@@ -498,7 +501,7 @@ local function kernel_entry(self, v)
   if not key then return entry(d, nil, nil, "k", v) end
   local e = d.entries[key]
   if not e then
-    e = { dso = d, name = name, start = start, space = "k", addr = start }
+    e = { dso = d, name = name, start = start, space = "k", addr = start, symkey = false, object_text = false }
     -- a data symbol's row reads name+0xOFF, the offset of the address
     -- that made it, as perf prints an STT_OBJECT's
     if object then e.object_text = ("%s+0x%x"):format(name, v - start) end

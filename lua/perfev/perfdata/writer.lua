@@ -304,12 +304,15 @@ local function note_mapping(self, rec)
   if type(fname) ~= "string" or self.bid_seen[fname] then return nil end
   local kernel = fname:match("^%[kernel%.kallsyms%]") ~= nil
   if not (kernel or fname:sub(1, 1) == "/") or fname:sub(1, 2) == "//" then return nil end
-  local b = { filename = kernel and "[kernel.kallsyms]" or fname, misc = kernel and MISC_KERNEL or MISC_USER }
-  if kernel and self.bid_seen[b.filename] then return nil end
-  self.bid_seen[fname], self.bid_seen[b.filename] = true, true
-  if type(rec.build_id) == "string" then b.build_id = rec.build_id
-  elseif kernel then b.build_id = buildid.of_kernel()
-  else b.build_id = buildid.of_file(fname) end
+  local filename = kernel and "[kernel.kallsyms]" or fname
+  if kernel and self.bid_seen[filename] then return nil end
+  self.bid_seen[fname], self.bid_seen[filename] = true, true
+  local id
+  if type(rec.build_id) == "string" then id = rec.build_id
+  elseif kernel then id = buildid.of_kernel()
+  else id = buildid.of_file(fname) end
+  -- every field in the constructor (doc/runtimes.md: LuaJIT's template forwarding)
+  local b = { filename = filename, misc = kernel and MISC_KERNEL or MISC_USER, build_id = id }
   self.bids[#self.bids + 1] = b
   return b
 end
