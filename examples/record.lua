@@ -37,8 +37,25 @@ for _, chain in f:samples("ip", "callchain") do
   n = n + 1
   frames = frames + (chain and #chain or 0)
 end
-f:close()
 print(("read back with f:samples: %d samples, %.1f frames a callchain"):format(n, frames / math.max(n, 1)))
+
+-- a histogram counted in C: the samples tallied by their ip and cpumode,
+-- each distinct pair once with its count and period sum (doc/decoding.md)
+local hist, distinct = {}, 0
+for count, period, ip, mode in f:records { fields = { "ip", "cpumode" }, tally = true } do
+  if type(count) ~= "table" then   -- (the other records come whole, between the tallies)
+    distinct = distinct + 1
+    local h = hist[mode] or { samples = 0, period = 0 }
+    h.samples, h.period = h.samples + count, h.period + (period or 0)
+    hist[mode] = h
+    assert(ip)
+  end
+end
+f:close()
+for mode, h in pairs(hist) do
+  print(("tallied: %-6s %6d samples, %.1f ms of cpu-clock"):format(mode, h.samples, h.period / 1e6))
+end
+print(("  (%d distinct ip and cpumode pairs for %d samples)"):format(distinct, n))
 
 if os.execute("perf version >/dev/null 2>&1") then
   print(("\n$ perf report --stdio --no-children --sort dso,sym -i %s | head -25"):format(output))
