@@ -126,6 +126,7 @@ struct perfev_reuse {
  * before it are handed out. */
 #define PERFEV_SEL_TALLY 998
 #define PERFEV_SEL_HELD 997
+#define PERFEV_SEL_CHAINS 996
 /* Where the selected fields' key strings sit in the state's user value. */
 #define PERFEV_SEL_KEYS 1000
 /* ... and the callchain table values mode reuses. */
@@ -217,6 +218,9 @@ uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const stru
                            const unsigned char *rec, int swap);
 void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_t j, uint64_t v,
                             const struct perfev_extra *x, size_t li, size_t off);
+/* Whether field j is the callchain (1) or its contexts (2), which a tally
+ * keeps and pushes itself, or neither (0). */
+int perfev_select_chain_field(const struct perfev_sel_plan *p, size_t j);
 /* Counts the sample rec (layout li, plan p) in st's tally. */
 void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
                       const struct perfev_sel_plan *p, const struct perfev_layout *l,

@@ -19,7 +19,7 @@
 
 enum { K_ROW, K_PERIOD, K_TYPE, K_SIZE, K_MISC, K_CPUMODE, K_FLAG, K_EXTRA };
 enum { H_ABSENT, H_U64, H_S32, H_U32, H_PERIOD, H_TABLE, H_TYPE, H_SIZE, H_MISC, H_CPUMODE,
-       H_FLAG, H_EXTRA, H_CHAIN };
+       H_FLAG, H_EXTRA, H_CHAIN, H_CHAIN_CTX };
 #define NO_ROW 0xff
 
 const char *const perfev_extra_names[PERFEV_NEXTRA] = { "event", "offset" };
@@ -235,6 +235,11 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
           p->chain = (uint16_t)off[row];
           if (off[row] + 8 > p->min_size)
             p->min_size = (uint16_t)(off[row] + 8);
+        } else if (op == OP_CALLCHAIN && f->row == NO_ROW && off[row] >= 0 && sel->tally) {
+          how = H_CHAIN_CTX;   /* a tally's: its contexts pushed from the chain it keeps */
+          p->chain = (uint16_t)off[row];
+          if (off[row] + 8 > p->min_size)
+            p->min_size = (uint16_t)(off[row] + 8);
         } else if (f->row != NO_ROW && off[row] >= 0 && (op == OP_U64 || op == OP_S32 || op == OP_U32)) {
           how = op == OP_U64 ? H_U64 : op == OP_S32 ? H_S32 : H_U32;
           p->f[j].off = (uint16_t)off[row];
@@ -258,10 +263,16 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
     }
     p->f[j].how = how;
   }
+  /* a tally's keys: values at a fixed place, the callchain, and its
+   * contexts beside it (alone, they would be keyed by the whole chain) */
   p->tally = 1;
+  int has_chain = 0;
+  for (size_t j = 0; j < sel->n; j++)
+    has_chain |= p->f[j].how == H_CHAIN;
   for (size_t j = 0; j < sel->n && p->tally; j++) {
     uint8_t how = p->f[j].how;
-    if (how == H_TABLE || how == H_CHAIN || (how == H_EXTRA && p->f[j].off != PERFEV_EXTRA_EVENT)) {
+    if (how == H_TABLE || (how == H_EXTRA && p->f[j].off != PERFEV_EXTRA_EVENT) ||
+        (how == H_CHAIN_CTX && !has_chain)) {
       p->tally = 0;
       p->untallied = (uint8_t)j;
     }
@@ -345,6 +356,11 @@ void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_
     lua_pushnil(L);
     break;
   }
+}
+
+int perfev_select_chain_field(const struct perfev_sel_plan *p, size_t j)
+{
+  return p->f[j].how == H_CHAIN ? 1 : p->f[j].how == H_CHAIN_CTX ? 2 : 0;
 }
 
 /* Pushes the value of field j of the sample at rec, read in place. */
@@ -473,10 +489,10 @@ static int iter_tally(lua_State *L, struct perfev_decoder *d, int state, int int
       const struct perfev_layout *l = &d->layouts[li];
       const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
       if (!p->tally)
-        luaL_error(L, "%s: option 'tally': field '%s' cannot be a tally's key (it is not at a "
-                      "fixed place in this event's samples, or not one value a sample)",
-                   st->sel.who, st->sel.f[p->untallied].name);
-      if (h.size >= p->min_size) {
+        luaL_error(L, "%s: option 'tally': field '%s' cannot be a tally's key (keys are values at "
+                      "a fixed place of this event's samples, the callchain, and callchain_contexts "
+                      "beside callchain)", st->sel.who, st->sel.f[p->untallied].name);
+      if (h.size >= p->min_size && chain_fits(p, rec, h.size, d->swap)) {
         perfev_tally_add(L, st, state, p, l, rec, d->swap, li);
         return 0;
       }

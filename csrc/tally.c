@@ -10,9 +10,16 @@
  * (PERFEV_SEL_TALLY), replaced by one twice as large when full: the
  * entries in the order their first sample came (so that whoever builds
  * rows from them builds them in the samples' order) and an open-addressing
- * index over them. No malloc, nothing to free. */
+ * index over them. No malloc, nothing to free. A callchain can be part of
+ * the key: the chains are kept, as read, in a second userdata
+ * (PERFEV_SEL_CHAINS), each entry holding where its chain is. */
 #include <string.h>
 #include "decode.h"
+
+struct chains {
+  size_t used, cap;  /* u64 words */
+  uint64_t w[];
+};
 
 struct perfev_tally {
   size_t n, cap;     /* entries used, and room */
@@ -21,13 +28,16 @@ struct perfev_tally {
   size_t nf;         /* fields per key */
   int draining;      /* entries are being handed out */
   int held;          /* a record waits in PERFEV_SEL_HELD */
+  struct chains *chains;   /* the callchains of the entries (NULL: none yet) */
   /* then: uint64_t ent[cap][words]; uint32_t index[slots] (entry + 1; 0: empty) */
 };
 
-/* An entry: the key (its layout, then the field values), then the count
- * and the sum of the periods. */
+/* An entry: the key (its layout, then the field values), where its chain
+ * is and how long (0 words: none), then the count and the sum of the
+ * periods. */
+enum { E_COFF, E_CLEN, E_COUNT, E_WEIGHT, E_AFTER };
 static size_t key_words(const struct perfev_tally *t) { return 1 + t->nf; }
-static size_t words(const struct perfev_tally *t) { return key_words(t) + 2; }
+static size_t words(const struct perfev_tally *t) { return key_words(t) + E_AFTER; }
 
 static uint64_t *entry(struct perfev_tally *t, size_t e)
 {
@@ -39,22 +49,33 @@ static uint32_t *index_of(struct perfev_tally *t)
   return (uint32_t *)((uint64_t *)(t + 1) + t->cap * words(t));
 }
 
-static size_t slot_of(const uint64_t *k, size_t n, size_t slots)
+static uint64_t mix(uint64_t h, const uint64_t *k, size_t n)
 {
-  uint64_t h = 0x9e3779b97f4a7c15u;
   for (size_t i = 0; i < n; i++) {
     h ^= k[i];
     h *= 0xff51afd7ed558ccdu;
     h ^= h >> 29;
   }
-  return (size_t)h & (slots - 1);
+  return h;
+}
+
+static size_t slot_of(const uint64_t *k, size_t n, const uint64_t *chain, size_t clen, size_t slots)
+{
+  return (size_t)mix(mix(0x9e3779b97f4a7c15u + clen, k, n), chain, clen) & (slots - 1);
+}
+
+static const uint64_t *chain_of(struct perfev_tally *t, const uint64_t *e)
+{
+  size_t kw = key_words(t);
+  return e[kw + E_CLEN] ? t->chains->w + e[kw + E_COFF] : NULL;
 }
 
 /* Entry e in the index (its key is not there yet). */
 static void index_put(struct perfev_tally *t, size_t e)
 {
   uint32_t *ix = index_of(t);
-  size_t s = slot_of(entry(t, e), key_words(t), t->slots);
+  const uint64_t *en = entry(t, e);
+  size_t s = slot_of(en, key_words(t), chain_of(t, en), (size_t)en[key_words(t) + E_CLEN], t->slots);
   while (ix[s])
     s = (s + 1) & (t->slots - 1);
   ix[s] = (uint32_t)(e + 1);
@@ -65,7 +86,7 @@ static void index_put(struct perfev_tally *t, size_t e)
 static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t cap,
                                       const struct perfev_tally *old)
 {
-  size_t slots = 16, w = 1 + nf + 2;
+  size_t slots = 16, w = 1 + nf + E_AFTER;
   struct perfev_tally *t;
   while (slots < 2 * cap)
     slots *= 2;
@@ -79,6 +100,7 @@ static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t
   memset(index_of(t), 0, slots * 4);
   if (old) {
     t->n = old->n;
+    t->chains = old->chains;
     memcpy(entry(t, 0), (const uint64_t *)(old + 1), old->n * w * 8);
     for (size_t e = 0; e < t->n; e++)
       index_put(t, e);
@@ -90,38 +112,132 @@ static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t
   return t;
 }
 
+/* Room for n more chain words (a new arena, the state's, when full). */
+static void chains_reserve(lua_State *L, int state, struct perfev_tally *t, size_t n)
+{
+  struct chains *c = t->chains, *nc;
+  size_t cap = c ? c->cap : 0, used = c ? c->used : 0;
+  if (cap - used >= n)
+    return;
+  while (cap - used < n)
+    cap = cap ? 2 * cap : 4096;
+  if (cap > (SIZE_MAX - sizeof *nc) / 8)
+    luaL_error(L, "%s: the callchains of a tally are too large", "perfev");
+  nc = (struct chains *)perfev_newuserdata(L, sizeof *nc + cap * 8);
+  nc->cap = cap;
+  nc->used = used;
+  if (used)
+    memcpy(nc->w, c->w, used * 8);
+  perfev_getiuservalue(L, state);
+  lua_pushvalue(L, -2);
+  lua_rawseti(L, -2, PERFEV_SEL_CHAINS);
+  lua_pop(L, 2);
+  t->chains = nc;
+}
+
 void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
                       const struct perfev_sel_plan *p, const struct perfev_layout *l,
                       const unsigned char *rec, int swap, size_t li)
 {
   struct perfev_tally *t = st->tally;
-  uint64_t key[1 + PERFEV_SELECT_MAX], *e;
+  uint64_t key[1 + PERFEV_SELECT_MAX], *e, *chain = NULL;
   uint32_t *ix;
-  size_t nf = st->sel.n, s;
+  size_t nf = st->sel.n, s, clen = 0, kw = 1 + nf;
   if (!t)
     t = st->tally = tally_new(L, state, nf, 256, NULL);
   key[0] = li;
   for (size_t j = 0; j < nf; j++)
     key[1 + j] = perfev_select_key(p, j, l, rec, swap);
+  if (p->chain) {   /* the chain, as read, after the arena's last (not kept yet) */
+    const unsigned char *w = rec + p->chain;
+    clen = (size_t)perfev_ld64(w, swap);
+    chains_reserve(L, state, t, clen + 1);
+    chain = t->chains->w + t->chains->used;
+    for (size_t i = 0; i < clen; i++)
+      chain[i] = perfev_ld64(w + 8 + 8 * i, swap);
+  }
   ix = index_of(t);
-  for (s = slot_of(key, 1 + nf, t->slots); ix[s]; s = (s + 1) & (t->slots - 1)) {
+  for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = (s + 1) & (t->slots - 1)) {
     e = entry(t, ix[s] - 1);
-    if (memcmp(e, key, (1 + nf) * 8) == 0)
+    if (memcmp(e, key, kw * 8) == 0 && e[kw + E_CLEN] == clen &&
+        (clen == 0 || memcmp(t->chains->w + e[kw + E_COFF], chain, clen * 8) == 0))
       goto count;
   }
   if (t->n == t->cap) {
     t = st->tally = tally_new(L, state, nf, 2 * t->cap, t);
     ix = index_of(t);
-    for (s = slot_of(key, 1 + nf, t->slots); ix[s]; s = (s + 1) & (t->slots - 1))
+    for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = (s + 1) & (t->slots - 1))
       ;
   }
   e = entry(t, t->n);
-  memcpy(e, key, (1 + nf) * 8);
-  e[1 + nf] = e[2 + nf] = 0;
+  memcpy(e, key, kw * 8);
+  e[kw + E_COFF] = clen ? t->chains->used : 0;
+  e[kw + E_CLEN] = clen;
+  e[kw + E_COUNT] = e[kw + E_WEIGHT] = 0;
+  if (clen)
+    t->chains->used += clen;   /* kept */
   ix[s] = (uint32_t)(++t->n);
 count:
-  e[1 + nf]++;
-  e[2 + nf] += p->period_at ? perfev_ld64(rec + p->period_at, swap) : l->period;
+  e[kw + E_COUNT]++;
+  e[kw + E_WEIGHT] += p->period_at ? perfev_ld64(rec + p->period_at, swap) : l->period;
+}
+
+/* The name of a PERF_CONTEXT_* marker, or NULL. */
+static const char *context_name(uint64_t marker)
+{
+  for (size_t i = 0; i < perfev_ncontexts; i++)
+    if (perfev_contexts[i].marker == marker)
+      return perfev_contexts[i].name;
+  return NULL;
+}
+
+/* Pushes a chain as the decoder gives rec.callchain (the addresses, the
+ * markers left out), or (contexts) as rec.callchain_contexts (the segments
+ * the markers open, { context, first, last }; nil without markers). */
+static void push_chain(lua_State *L, const uint64_t *w, size_t n, int contexts)
+{
+  lua_Integer k = 0, nseg = 0, first = 0;
+  uint64_t marker = 0;
+  int segs = 0;
+  if (!contexts) {
+    lua_createtable(L, (int)(n < 256 ? n : 256), 0);
+    for (size_t i = 0; i < n; i++)
+      if (w[i] < (uint64_t)PERF_CONTEXT_MAX) {
+        lua_pushinteger(L, (lua_Integer)w[i]);
+        lua_rawseti(L, -2, ++k);
+      }
+    return;
+  }
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n && w[i] < (uint64_t)PERF_CONTEXT_MAX) {
+      k++;
+      continue;
+    }
+    if (segs) {   /* the segment the last marker opened ends here */
+      const char *name = context_name(marker);
+      lua_createtable(L, 0, 3);
+      if (name)
+        lua_pushstring(L, name);
+      else
+        lua_pushinteger(L, (lua_Integer)marker);
+      lua_setfield(L, -2, "context");
+      lua_pushinteger(L, first);
+      lua_setfield(L, -2, "first");
+      lua_pushinteger(L, k);
+      lua_setfield(L, -2, "last");
+      lua_rawseti(L, segs, ++nseg);
+    }
+    if (i == n)
+      break;
+    if (!segs) {
+      lua_createtable(L, 2, 0);
+      segs = lua_gettop(L);
+    }
+    marker = w[i];
+    first = k + 1;
+  }
+  if (!segs)
+    lua_pushnil(L);
 }
 
 /* Pushes entry t->next (samples, weight, values...) and returns how many. */
@@ -134,13 +250,19 @@ static int push_entry(lua_State *L, struct perfev_reuse *st, struct perfev_decod
   const struct perfev_layout *l = &d->layouts[li];
   const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
   luaL_checkstack(L, (int)nf + 8, "perfev: too many fields");
-  lua_pushinteger(L, (lua_Integer)e[1 + nf]);
+  size_t kw = 1 + nf;
+  lua_pushinteger(L, (lua_Integer)e[kw + E_COUNT]);
   if (p->period_at || l->period)
-    lua_pushinteger(L, (lua_Integer)e[2 + nf]);
+    lua_pushinteger(L, (lua_Integer)e[kw + E_WEIGHT]);
   else
     lua_pushnil(L);
-  for (size_t j = 0; j < nf; j++)
-    perfev_select_push_key(L, p, j, e[1 + j], x, li, 0);
+  for (size_t j = 0; j < nf; j++) {
+    int which = perfev_select_chain_field(p, j);
+    if (which)
+      push_chain(L, chain_of(t, e) ? chain_of(t, e) : e, (size_t)e[kw + E_CLEN], which == 2);
+    else
+      perfev_select_push_key(L, p, j, e[1 + j], x, li, 0);
+  }
   return (int)nf + 2;
 }
 
@@ -179,7 +301,8 @@ int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct p
   if (t->n * 8 < t->slots) {   /* few entries in a large index: clear theirs */
     uint32_t *ix = index_of(t);
     for (size_t e = 0; e < t->n; e++) {
-      size_t s = slot_of(entry(t, e), key_words(t), t->slots);
+      const uint64_t *en = entry(t, e);
+      size_t s = slot_of(en, key_words(t), chain_of(t, en), (size_t)en[key_words(t) + E_CLEN], t->slots);
       while (ix[s] != e + 1)
         s = (s + 1) & (t->slots - 1);
       ix[s] = 0;
@@ -188,6 +311,8 @@ int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct p
     memset(index_of(t), 0, t->slots * 4);
   }
   t->n = t->next = 0;
+  if (t->chains)
+    t->chains->used = 0;
   if (!t->held)
     return 0;
   t->held = 0;

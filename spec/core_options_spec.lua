@@ -17,7 +17,7 @@ describe("core options", function()
   local bytes = core.encode({ type = "comm", pid = 1, tid = 2, comm = "x" }, a)
 
   local cases = {
-    { "perfev.decode", "into, swap and fields", function(o) return core.decode(bytes, a, o) end },
+    { "perfev.decode", "into, swap, fields and tally", function(o) return core.decode(bytes, a, o) end },
     { "perfev.encode", "swap", function(o) return core.encode({ type = "comm", pid = 1, tid = 2,
                                                                 comm = "x" }, a, o) end },
     { "perfev.perfdata_reader", "name, start, size, swap, pipe, seekable, bufsize, max_queue, warnings and mmap",

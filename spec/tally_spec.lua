@@ -3,7 +3,8 @@
 -- count, sample by sample, of the same fields of a full decode; each
 -- distinct set comes once, in the order of its first sample, before the
 -- next other record (which comes whole, after the tallies of every sample
--- before it) and at the end; weight is the sum of the periods. Checked on
+-- before it) and at the end; weight is the sum of the periods; a
+-- callchain (and its contexts) can be part of the key. Checked on
 -- streams built byte by byte (several attrs, both byte orders), a
 -- perf.data file the perf tool wrote, and a real ring.
 local perfev = require "perfev"
@@ -16,10 +17,21 @@ local E = require "spec.support.every_record"
 
 local S = core.SAMPLE
 
+-- A text key of a value: a callchain or its contexts by their contents.
+local function text(v)
+  if v == nil then return "nil" end
+  if type(v) ~= "table" then return compat.tostring(v) end
+  local p = {}
+  for i, x in ipairs(v) do
+    p[i] = type(x) == "table" and (tostring(x.context) .. ":" .. x.first .. "-" .. x.last) or compat.tostring(x)
+  end
+  return "{" .. table.concat(p, ",") .. "}"
+end
+
 -- A text key of t[1..n] (nil values included).
 local function key(t, n)
   local p = {}
-  for i = 1, n do p[i] = t[i] == nil and "nil" or compat.tostring(t[i]) end
+  for i = 1, n do p[i] = text(t[i]) end
   return table.concat(p, "|")
 end
 
@@ -116,7 +128,9 @@ describe("tallies", function()
       local opts = { swap = e ~= E.NATIVE }
       local full = {}
       for r in perfev.decode(bytes, attrs, opts) do full[#full + 1] = r end
-      for _, names in ipairs { { "ip", "tid" }, { "id", "cpu", "cpumode", "pid" }, { "tid" } } do
+      for _, names in ipairs { { "ip", "tid" }, { "id", "cpu", "cpumode", "pid" }, { "tid" },
+                               { "ip", "callchain", "callchain_contexts" }, { "callchain_contexts", "tid", "callchain" },
+                               { "callchain" } } do
         local o = { swap = opts.swap, fields = names, tally = true }
         local want = expected(full, names)
         same_steps(want, tallied(perfev.decode(bytes, attrs, o), #names))
@@ -138,14 +152,16 @@ describe("tallies", function()
   end)
 
   it("raises for a field that cannot be a key, and without fields", function()
-    local st = compat.bor(S.IP, S.CALLCHAIN)
-    local bytes = PB.sample("<", st, { ip = 1, callchain = { 1, 2 } })
+    local st = compat.bor(S.IP, S.CALLCHAIN, S.RAW)
+    local bytes = PB.sample("<", st, { ip = 1, callchain = { 1, 2 }, raw = "abcd" })
     local swap = E.NATIVE ~= "<"
     local attr = perfev.attr { sample_type = st }
-    local it = perfev.decode(bytes, attr, { swap = swap, fields = { "ip", "callchain" }, tally = true })
-    assert.has_error(function() it() end,
-      "perfev.decode: option 'tally': field 'callchain' cannot be a tally's key (it is not at a fixed place "
-      .. "in this event's samples, or not one value a sample)")
+    local it = perfev.decode(bytes, attr, { swap = swap, fields = { "ip", "callchain", "raw" }, tally = true })
+    local why = "cannot be a tally's key (keys are values at a fixed place of this event's samples, "
+                .. "the callchain, and callchain_contexts beside callchain)"
+    assert.has_error(function() it() end, "perfev.decode: option 'tally': field 'raw' " .. why)
+    it = perfev.decode(bytes, attr, { swap = swap, fields = { "ip", "callchain_contexts" }, tally = true })
+    assert.has_error(function() it() end, "perfev.decode: option 'tally': field 'callchain_contexts' " .. why)
     assert.has_error(function() perfev.decode(bytes, attr, { swap = swap, tally = true }) end,
       "perfev.decode: option 'tally' needs option 'fields' (the values samples are counted by)")
     -- perf.data files check their options in Lua: at the caller's line
@@ -161,14 +177,14 @@ describe("tallies", function()
     f:close()
   end)
 
-  it("a perf.data file perf recorded: equal to a count of every sample, in time order", function()
+  it("a perf.data file perf recorded with -g: equal to a count of every sample, in time order", function()
     if not P.have_perf() then pending("the perf tool is not installed") return end
     local dir = P.tmpdir()
     finally(function() P.rmdir(dir) end)
-    local path = assert(P.record(dir .. "/tally.data", "-e cpu-clock -c 200000 -- " ..
+    local path = assert(P.record(dir .. "/tally.data", "-g -e cpu-clock -c 200000 -- " ..
                                  "sh -c 'for i in 1 2 3; do ls -R /usr/share/doc > /dev/null; done'"))
     local f = assert(pd.open(path))
-    local names = { "event", "pid", "tid", "cpu", "ip", "cpumode" }
+    local names = { "event", "pid", "tid", "cpu", "ip", "cpumode", "callchain", "callchain_contexts" }
     local types = { "sample", "mmap2", "comm", "fork", "exit" }
     local full = {}
     for r in f:records { order = "time", types = types } do full[#full + 1] = r end

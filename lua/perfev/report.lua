@@ -188,7 +188,7 @@ end
 -- Counts the sample's chain among the distinct chains of its row: the call
 -- graphs are built from those once, at the end (finish_graphs).
 local PATH = "$"
-local function add_path(self, h, row, nf, period)
+local function add_path(self, h, row, nf, period, n)
   local F = self.F
   local node = h.paths[row]
   if not node then
@@ -214,7 +214,7 @@ local function add_path(self, h, row, nf, period)
     h.pathlist[#h.pathlist + 1] = p
   end
   p.period = p.period + period
-  p.samples = p.samples + 1
+  p.samples = p.samples + n
 end
 
 -- perf's callchain_append of each sample: the whole chain to the sample's
@@ -328,9 +328,10 @@ local function progress_bar(opts, size)
   end
 end
 
--- What a sample's row is made of, counted in C when no callchain or trace
--- output is needed.
+-- What a sample's row is made of (and its chain, for the call graphs and
+-- the children), counted in C unless trace output is needed.
 local TALLY_FIELDS = { "event", "ip", "pid", "tid", "cpu", "cpumode" }
+local TALLY_CHAIN_FIELDS = { "event", "ip", "pid", "tid", "cpu", "cpumode", "callchain", "callchain_contexts" }
 
 -- Reads every sample of f into per-event histograms.
 local function aggregate(self, f, opts)
@@ -401,7 +402,7 @@ local function aggregate(self, f, opts)
     if chain then
       local nf = frames(self, h, s, ctx, chain, rec.callchain_contexts)
       if self.children then cumulate(self, nf, period, h.samples) end
-      if self.graph and h.callchain then add_path(self, h, row, nf, period) end
+      if self.graph and h.callchain then add_path(self, h, row, nf, period, n) end
     end
   end
   local function other(rec)
@@ -418,16 +419,20 @@ local function aggregate(self, f, opts)
     end
     if bar and rec.offset then bar(rec.offset - base) end
   end
-  if not self.walk_chains and not self.trace_events then
-    -- samples counted in C by what makes their row (doc/decoding.md's
-    -- tally): the Lua above runs once per distinct sample, not per sample
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil, fields = TALLY_FIELDS, tally = true }
-    for n, w, ev, ip, pid, tid, cpu, mode in f:records(o) do
+  if not self.trace_events then
+    -- samples counted in C by what makes their row and their chain
+    -- (doc/decoding.md's tally): the Lua above runs once per distinct
+    -- sample, not per sample
+    local o = { order = "time", types = TYPES, offsets = bar and true or nil,
+                fields = self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS, tally = true }
+    local chained = { callchain = false, callchain_contexts = false }
+    for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:records(o) do
       if type(n) == "table" then
         other(n)
       else
         local h = by_name[ev] or hists[1]
-        sample(h, n, w ~= nil and tonumber(w) or n, ip, pid, tid, cpu, mode)
+        chained.callchain, chained.callchain_contexts = chain, contexts
+        sample(h, n, w ~= nil and tonumber(w) or n, ip, pid, tid, cpu, mode, chained)
       end
     end
   else
