@@ -129,8 +129,8 @@ describe("tallies", function()
       local full = {}
       for r in perfev.decode(bytes, attrs, opts) do full[#full + 1] = r end
       for _, names in ipairs { { "ip", "tid" }, { "id", "cpu", "cpumode", "pid" }, { "tid" },
-                               { "ip", "callchain", "callchain_contexts" }, { "callchain_contexts", "tid", "callchain" },
-                               { "callchain" } } do
+                               { "ip", "callchain", "callchain_contexts" },
+                               { "callchain_contexts", "tid", "callchain" }, { "callchain" } } do
         local o = { swap = opts.swap, fields = names, tally = true }
         local want = expected(full, names)
         same_steps(want, tallied(perfev.decode(bytes, attrs, o), #names))
