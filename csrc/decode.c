@@ -169,8 +169,7 @@ static void op_read(struct cur *c, const struct perfev_rfield *f)
   perfev_fill_put_nested(c->f, f->name, here);
 }
 
-/* The name of a PERF_CONTEXT_* marker, or NULL. */
-static const char *context_name(uint64_t marker)
+const char *perfev_context_name(uint64_t marker)
 {
   for (size_t i = 0; i < perfev_ncontexts; i++)
     if (perfev_contexts[i].marker == marker)
@@ -181,7 +180,7 @@ static const char *context_name(uint64_t marker)
 /* Fills the segment table on top: { context = "kernel", first = i, last = j }. */
 static void fill_segment(struct cur *c, uint64_t marker, lua_Integer first, lua_Integer last)
 {
-  const char *name = context_name(marker);
+  const char *name = perfev_context_name(marker);
   if (name)
     perfev_fill_name(c->f, name);
   else

@@ -235,6 +235,9 @@ int perfev_tally_hold(lua_State *L, struct perfev_reuse *st, int state, struct p
 int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct perfev_decoder *d,
                       const struct perfev_extra *x, int end);
 
+/* The name of a PERF_CONTEXT_* marker ("kernel", "user" ...), or NULL. */
+const char *perfev_context_name(uint64_t marker);
+
 /* Raises "perfev.decode: malformed record at offset off ...: msg". */
 void perfev_decode_error(lua_State *L, size_t off, uint32_t type, size_t size, const char *msg);
 

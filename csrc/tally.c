@@ -182,15 +182,6 @@ count:
   e[kw + E_WEIGHT] += p->period_at ? perfev_ld64(rec + p->period_at, swap) : l->period;
 }
 
-/* The name of a PERF_CONTEXT_* marker, or NULL. */
-static const char *context_name(uint64_t marker)
-{
-  for (size_t i = 0; i < perfev_ncontexts; i++)
-    if (perfev_contexts[i].marker == marker)
-      return perfev_contexts[i].name;
-  return NULL;
-}
-
 /* Pushes a chain as the decoder gives rec.callchain (the addresses, the
  * markers left out), or (contexts) as rec.callchain_contexts (the segments
  * the markers open, { context, first, last }; nil without markers). */
@@ -214,7 +205,7 @@ static void push_chain(lua_State *L, const uint64_t *w, size_t n, int contexts)
       continue;
     }
     if (segs) {   /* the segment the last marker opened ends here */
-      const char *name = context_name(marker);
+      const char *name = perfev_context_name(marker);
       lua_createtable(L, 0, 3);
       if (name)
         lua_pushstring(L, name);
