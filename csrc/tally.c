@@ -70,15 +70,32 @@ static const uint64_t *chain_of(struct perfev_tally *t, const uint64_t *e)
   return e[kw + E_CLEN] ? t->chains->w + e[kw + E_COFF] : NULL;
 }
 
+/* The slot where the probe for entry e's key starts. */
+static size_t entry_slot(struct perfev_tally *t, size_t e)
+{
+  const uint64_t *en = entry(t, e);
+  return slot_of(en, key_words(t), chain_of(t, en), (size_t)en[key_words(t) + E_CLEN], t->slots);
+}
+
+static size_t next_slot(const struct perfev_tally *t, size_t s) { return (s + 1) & (t->slots - 1); }
+
 /* Entry e in the index (its key is not there yet). */
 static void index_put(struct perfev_tally *t, size_t e)
 {
   uint32_t *ix = index_of(t);
-  const uint64_t *en = entry(t, e);
-  size_t s = slot_of(en, key_words(t), chain_of(t, en), (size_t)en[key_words(t) + E_CLEN], t->slots);
+  size_t s = entry_slot(t, e);
   while (ix[s])
-    s = (s + 1) & (t->slots - 1);
+    s = next_slot(t, s);
   ix[s] = (uint32_t)(e + 1);
+}
+
+/* Keeps the userdata on top in the state's user value at slot (popped). */
+static void keep(lua_State *L, int state, int slot)
+{
+  perfev_getiuservalue(L, state);
+  lua_pushvalue(L, -2);
+  lua_rawseti(L, -2, slot);
+  lua_pop(L, 2);
 }
 
 /* A new tally with room for cap entries, the state's from now on, holding
@@ -91,7 +108,7 @@ static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t
   while (slots < 2 * cap)
     slots *= 2;
   if (slots > UINT32_MAX || cap > (SIZE_MAX / 2 - sizeof *t) / (w * 8 + 8))
-    luaL_error(L, "%s: a tally of %zu distinct samples is too large", "perfev", cap);
+    luaL_error(L, "perfev: a tally of %zu distinct samples is too large", cap);
   t = (struct perfev_tally *)perfev_newuserdata(L, sizeof *t + cap * w * 8 + slots * 4);
   memset(t, 0, sizeof *t);
   t->cap = cap;
@@ -105,10 +122,7 @@ static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t
     for (size_t e = 0; e < t->n; e++)
       index_put(t, e);
   }
-  perfev_getiuservalue(L, state);
-  lua_pushvalue(L, -2);
-  lua_rawseti(L, -2, PERFEV_SEL_TALLY);
-  lua_pop(L, 2);
+  keep(L, state, PERFEV_SEL_TALLY);
   return t;
 }
 
@@ -122,16 +136,13 @@ static void chains_reserve(lua_State *L, int state, struct perfev_tally *t, size
   while (cap - used < n)
     cap = cap ? 2 * cap : 4096;
   if (cap > (SIZE_MAX - sizeof *nc) / 8)
-    luaL_error(L, "%s: the callchains of a tally are too large", "perfev");
+    luaL_error(L, "perfev: the callchains of a tally are too large");
   nc = (struct chains *)perfev_newuserdata(L, sizeof *nc + cap * 8);
   nc->cap = cap;
   nc->used = used;
   if (used)
     memcpy(nc->w, c->w, used * 8);
-  perfev_getiuservalue(L, state);
-  lua_pushvalue(L, -2);
-  lua_rawseti(L, -2, PERFEV_SEL_CHAINS);
-  lua_pop(L, 2);
+  keep(L, state, PERFEV_SEL_CHAINS);
   t->chains = nc;
 }
 
@@ -157,16 +168,16 @@ void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
       chain[i] = perfev_ld64(w + 8 + 8 * i, swap);
   }
   ix = index_of(t);
-  for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = (s + 1) & (t->slots - 1)) {
+  for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = next_slot(t, s)) {
     e = entry(t, ix[s] - 1);
     if (memcmp(e, key, kw * 8) == 0 && e[kw + E_CLEN] == clen &&
-        (clen == 0 || memcmp(t->chains->w + e[kw + E_COFF], chain, clen * 8) == 0))
+        (clen == 0 || memcmp(chain_of(t, e), chain, clen * 8) == 0))
       goto count;
   }
-  if (t->n == t->cap) {
+  if (t->n == t->cap) {   /* a larger tally: the free slot is another */
     t = st->tally = tally_new(L, state, nf, 2 * t->cap, t);
     ix = index_of(t);
-    for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = (s + 1) & (t->slots - 1))
+    for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = next_slot(t, s))
       ;
   }
   e = entry(t, t->n);
@@ -250,7 +261,7 @@ static int push_entry(lua_State *L, struct perfev_reuse *st, struct perfev_decod
   for (size_t j = 0; j < nf; j++) {
     int which = perfev_select_chain_field(p, j);
     if (which)
-      push_chain(L, chain_of(t, e) ? chain_of(t, e) : e, (size_t)e[kw + E_CLEN], which == 2);
+      push_chain(L, chain_of(t, e), (size_t)e[kw + E_CLEN], which == 2);   /* NULL: none */
     else
       perfev_select_push_key(L, p, j, e[1 + j], x, li, 0);
   }
@@ -263,10 +274,7 @@ int perfev_tally_hold(lua_State *L, struct perfev_reuse *st, int state, struct p
   struct perfev_tally *t = st->tally;
   if (!t || t->n == 0)
     return 1;
-  perfev_getiuservalue(L, state);
-  lua_pushvalue(L, -2);
-  lua_rawseti(L, -2, PERFEV_SEL_HELD);
-  lua_pop(L, 2);
+  keep(L, state, PERFEV_SEL_HELD);
   t->held = 1;
   t->draining = 1;
   t->next = 0;
@@ -292,10 +300,9 @@ int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct p
   if (t->n * 8 < t->slots) {   /* few entries in a large index: clear theirs */
     uint32_t *ix = index_of(t);
     for (size_t e = 0; e < t->n; e++) {
-      const uint64_t *en = entry(t, e);
-      size_t s = slot_of(en, key_words(t), chain_of(t, en), (size_t)en[key_words(t) + E_CLEN], t->slots);
+      size_t s = entry_slot(t, e);
       while (ix[s] != e + 1)
-        s = (s + 1) & (t->slots - 1);
+        s = next_slot(t, s);
       ix[s] = 0;
     }
   } else {

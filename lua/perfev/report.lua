@@ -333,6 +333,13 @@ end
 local TALLY_FIELDS = { "event", "ip", "pid", "tid", "cpu", "cpumode" }
 local TALLY_CHAIN_FIELDS = { "event", "ip", "pid", "tid", "cpu", "cpumode", "callchain", "callchain_contexts" }
 
+-- The period of n samples of h whose periods sum to p (a u64 cdata on
+-- LuaJIT), or, when they have none, the attr's sample_period (1 if none).
+local function period_of(h, p, n)
+  if p ~= nil then return tonumber(p) end
+  return n * (tonumber(h.default_period) or 1)
+end
+
 -- Reads every sample of f into per-event histograms.
 local function aggregate(self, f, opts)
   local S = self.S
@@ -432,22 +439,22 @@ local function aggregate(self, f, opts)
       else
         local h = by_name[ev] or hists[1]
         chained.callchain, chained.callchain_contexts = chain, contexts
-        sample(h, n, w ~= nil and tonumber(w) or n, ip, pid, tid, cpu, mode, chained)
+        sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
       end
     end
   else
-    -- samples bring only the fields used here, decoded into one table;
-    -- the other records come whole (doc/decoding.md's `fields`)
+    -- trace output needs each sample's raw data: samples bring only the
+    -- fields used here, decoded into one table; the other records come
+    -- whole (doc/decoding.md's `fields`)
     local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
     if bar then fields[#fields + 1] = "offset" end
-    if self.trace_events then fields[#fields + 1] = "raw" end
+    fields[#fields + 1] = "raw"
     local into = {}
     local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields }
     for rec in f:records(o) do
       if rec.type == "sample" then
         local h = by_name[rec.event] or hists[1]
-        local period = tonumber(rec.period or h.default_period) or 1   -- a u64 cdata on LuaJIT
-        sample(h, 1, period, rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
+        sample(h, 1, period_of(h, rec.period, 1), rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
         if bar then
           count = count + 1
           if count % 4096 == 0 then bar(rec.offset - base) end
