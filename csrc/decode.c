@@ -54,13 +54,6 @@ static const unsigned char *take(struct cur *c, size_t n, const char *what)
   return perfev_cursor_take(&c->in, n, what);
 }
 
-void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h)
-{
-  h->type = perfev_ld32(p, swap);
-  h->misc = perfev_ld16(p + 4, swap);
-  h->size = perfev_ld16(p + 6, swap);
-}
-
 #define get64(c, what) perfev_cursor_u64(&(c)->in, what)
 #define get32(c, what) perfev_cursor_u32(&(c)->in, what)
 #define get16(c, what) perfev_cursor_u16(&(c)->in, what)

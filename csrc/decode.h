@@ -83,8 +83,12 @@ struct perfev_sel_plan {
   uint16_t period_at; /* the sample's period's offset; 0: the sample has none */
   uint8_t tally;      /* every field can be a tally's key (fixed, one value a sample) */
   uint8_t untallied;  /* when not: the first field that cannot */
-  struct { uint16_t off; uint8_t how; } f[PERFEV_SELECT_MAX];
+  uint8_t scalars;    /* every field an integer at a fixed offset (or the attr's period):
+                         the values are pushed by one tight loop */
+  struct { uint16_t off; uint8_t how, scalar; } f[PERFEV_SELECT_MAX];
 };
+/* What a field of a plan of scalars is (its .scalar). */
+enum { PERFEV_SCALAR_U64, PERFEV_SCALAR_U32, PERFEV_SCALAR_S32, PERFEV_SCALAR_PERIOD };
 struct perfev_select {
   size_t n;           /* fields; 0: no selection (whole records) */
   int values;         /* the iterator returns the values (no `into` table) */
@@ -96,6 +100,10 @@ struct perfev_select {
   int period;         /* period asked for (the attr's when the sample has none) */
   int tally;          /* samples are counted by their values (tally.c), not returned */
   lua_Integer chain_len;   /* frames in the reused callchain table (values mode) */
+  /* values mode over a one-event stream whose plan is scalars: that plan,
+   * and the decoder it was made for (samples then skip the general path) */
+  const struct perfev_sel_plan *scalars;
+  const struct perfev_decoder *scalars_of;
   struct perfev_sel_field f[PERFEV_SELECT_MAX];
   struct perfev_sel_plan plans[PERFEV_SELECT_PLANS];
 };
@@ -155,7 +163,13 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
 /* ---- decoding one record (decode.c) ---- */
 
 /* Reads the header at p (8 bytes), byte-swapped when swap. */
-void perfev_record_header(const unsigned char *p, int swap, struct perf_event_header *h);
+static inline void perfev_record_header(const unsigned char *p, int swap,
+                                        struct perf_event_header *h)
+{
+  h->type = perfev_ld32(p, swap);
+  h->misc = perfev_ld16(p + 4, swap);
+  h->size = perfev_ld16(p + 6, swap);
+}
 
 /* Decodes the record of len bytes at rec (its header included; off is
  * its offset in the stream, for messages) and pushes its table. Raises on
@@ -190,6 +204,43 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
  * for). st: the iteration state's userdata, the one at index state (the
  * caller keeps it, sparing a hot loop a lua_touserdata per record).
  * x (may be NULL): what the source adds. */
+/* Values mode's shortcut: whether a record of this type and size is a
+ * sample whose values perfev_select_push_scalars pushes. The plan is
+ * checked against the decoder's one layout as well as its address, as a
+ * decoder replaced (ring:add) can be freed and another made at its place. */
+static inline int perfev_select_scalars_ok(const struct perfev_reuse *st,
+                                           const struct perfev_decoder *d, uint32_t type,
+                                           size_t size)
+{
+  const struct perfev_sel_plan *p = st->sel.scalars;
+  return d && st->sel.scalars_of == d && type == PERF_RECORD_SAMPLE && size >= p->min_size &&
+         d->n == 1 && p->sample_type == d->layouts[0].sample_type &&
+         p->read_format == d->layouts[0].read_format && p->period == d->layouts[0].period;
+}
+
+/* ... and pushes them (inline: it is the whole of a selected iteration's
+ * work on a plain sample). */
+static inline int perfev_select_push_scalars(lua_State *L, const struct perfev_reuse *st,
+                                             const struct perfev_decoder *d,
+                                             const unsigned char *rec)
+{
+  const struct perfev_sel_plan *p = st->sel.scalars;
+  size_t n = st->sel.n;
+  int swap = d->swap;
+  if (n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
+    luaL_checkstack(L, (int)n + 6, "too many fields");
+  for (size_t j = 0; j < n; j++) {
+    const unsigned char *at = rec + p->f[j].off;
+    switch (p->f[j].scalar) {
+    case PERFEV_SCALAR_U64: lua_pushinteger(L, (lua_Integer)perfev_ld64(at, swap)); break;
+    case PERFEV_SCALAR_U32: lua_pushinteger(L, (lua_Integer)perfev_ld32(at, swap)); break;
+    case PERFEV_SCALAR_S32: lua_pushinteger(L, (lua_Integer)(int32_t)perfev_ld32(at, swap)); break;
+    default: lua_pushinteger(L, (lua_Integer)p->period); break;
+    }
+  }
+  return (int)n;
+}
+
 int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
                        int state, int into, const unsigned char *rec, size_t len, size_t off,
                        const struct perfev_extra *x);

@@ -279,6 +279,18 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
   }
   if (p->period_at + 8 > p->min_size && p->period_at)
     p->min_size = (uint16_t)(p->period_at + 8);
+  if (p->min_size < sizeof(struct perf_event_header))   /* a sample has its header at least */
+    p->min_size = sizeof(struct perf_event_header);
+  p->scalars = p->fast && !p->chain;
+  for (size_t j = 0; j < sel->n; j++) {
+    switch (p->f[j].how) {
+    case H_U64: p->f[j].scalar = PERFEV_SCALAR_U64; break;
+    case H_U32: p->f[j].scalar = PERFEV_SCALAR_U32; break;
+    case H_S32: p->f[j].scalar = PERFEV_SCALAR_S32; break;
+    case H_PERIOD: p->f[j].scalar = PERFEV_SCALAR_PERIOD; break;
+    default: p->scalars = 0;
+    }
+  }
   switch (sel->n ? p->f[0].how : H_ABSENT) {
   case H_U64: case H_S32: case H_U32: case H_PERIOD: case H_TYPE: case H_SIZE: case H_MISC:
   case H_CPUMODE:
@@ -440,6 +452,12 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
   }
   l = &d->layouts[li];
   p = perfev_select_plan(sel, l, li);
+  if (p->scalars && d->n == 1) {   /* the next samples take the shortcut */
+    sel->scalars = p;
+    sel->scalars_of = d;
+    if (h.size >= p->min_size)
+      return perfev_select_push_scalars(L, st, d, rec);
+  }
   if (sel->n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
     luaL_checkstack(L, (int)sel->n + 6, "perfev.decode: too many fields");
   if (!p->fast || h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap)) {
@@ -506,6 +524,11 @@ int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_deco
                        int state, int into, const unsigned char *rec, size_t len, size_t off,
                        const struct perfev_extra *x)
 {
+  if (st->sel.scalars_of == d && len >= sizeof(struct perf_event_header)) {
+    size_t size = perfev_ld16(rec + 6, d->swap);
+    if (size <= len && perfev_select_scalars_ok(st, d, perfev_ld32(rec, d->swap), size))
+      return perfev_select_push_scalars(L, st, d, rec);
+  }
   if (st->sel.tally)
     return iter_tally(L, d, state, into, st, rec, len, off, x);
   if (st->sel.values)

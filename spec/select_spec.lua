@@ -192,6 +192,54 @@ describe("field selection", function()
     end)
   end)
 
+  describe("integers read in place (the shortcut a plain sample takes)", function()
+    local st = compat.bor(S.IP, S.TID, S.TIME)
+    local attr = perfev.attr { sample_type = st, sample_period = 4000 }
+    local good = PB.sample(E.NATIVE, st, { ip = 1, pid = 2, tid = 3, time = 4 })
+    -- each set reads up to the sample's last byte (time)
+    local SETS = { { "ip", "tid", "time" }, { "time", "pid" }, { "tid", "period", "time" } }
+
+    it("after good samples, a truncated one raises as the full decoder does, or gives its values", function()
+      for cut = 8, #good - 1 do
+        local bytes = good .. good .. good .. compat.pack("=I4I2I2", 9, 2, cut) .. good:sub(9, cut)
+        local ok_full, full = pcall(decode_all, bytes, attr)
+        -- selection reads what it needs: the attr's period needs no byte of the sample
+        local periods = steps(perfev.decode(bytes, attr, { fields = { "period" } }))
+        assert.same({ { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 } }, periods)
+        for _, names in ipairs(SETS) do
+          local ok_sel, got = pcall(function() return steps(perfev.decode(bytes, attr, { fields = names })) end)
+          assert.equal(ok_full, ok_sel, ("cut at %d, %s: %s / %s"):format(cut, table.concat(names, ","),
+                                                                        tostring(full), tostring(got)))
+          if ok_full then
+            check_selection(bytes, attr, full, names)
+          else
+            assert.matches("malformed record at offset 96", got)
+          end
+        end
+      end
+    end)
+
+    it("a record whose header says 0 bytes raises, after samples read in place", function()
+      local bytes = good .. good .. compat.pack("=I4I2I2", 9, 2, 0)
+      for _, names in ipairs { { "period" }, SETS[1], SETS[2], SETS[3] } do
+        local ok, err = pcall(function() return steps(perfev.decode(bytes, attr, { fields = names })) end)
+        assert.is_false(ok)
+        assert.matches("size is smaller than the 8%-byte header", err)
+      end
+    end)
+
+    it("other byte order, and records of other types between the samples", function()
+      for _, order in ipairs { E.NATIVE, E.NATIVE == "<" and ">" or "<" } do
+        local swap = order ~= E.NATIVE
+        local s1 = PB.sample(order, st, { ip = 0x7f0000001234, pid = 77, tid = 78, time = 2 ^ 40 })
+        local lost = compat.pack(order .. "I4I2I2I8I8", 2, 0, 24, 9, 5)
+        local bytes = s1 .. lost .. s1 .. s1 .. lost
+        local full = decode_all(bytes, attr, { swap = swap })
+        for _, names in ipairs(SETS) do check_selection(bytes, attr, full, names, { swap = swap }) end
+      end
+    end)
+  end)
+
   describe("errors name the field, at the caller's line", function()
     local attr = perfev.attr { sample_type = { "ip", "tid" } }
     local bytes = PB.sample(E.NATIVE, compat.bor(S.IP, S.TID), { ip = 1, pid = 2, tid = 3 })
