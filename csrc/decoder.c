@@ -156,23 +156,36 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
 
 /* The iterator: the string, where it is and the decoder are in the state,
  * so that a step reads no upvalue but the state. */
+static int decode_step(lua_State *L, struct perfev_reuse *st);
+
 static int decode_next(lua_State *L)
 {
   struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, DECODE_UPV_STATE);
+  const struct perfev_decoder *d = st->dec;
+  size_t off = st->off;
+  /* values mode's shortcut (this decoder is the closure's: never replaced,
+   * so the plan made for it stays right); kept apart from the general step
+   * so that a plain sample pays for nothing else */
+  if (st->sel.scalars_of == d && st->len - off >= sizeof(struct perf_event_header)) {
+    struct perf_event_header h;
+    perfev_record_header(st->bytes + off, d->swap, &h);
+    if (h.type == PERF_RECORD_SAMPLE && h.size <= st->len - off &&
+        h.size >= st->sel.scalars->min_size) {
+      st->off = off + h.size;
+      return perfev_select_push_scalars(L, st, d, st->bytes + off);
+    }
+  }
+  return decode_step(L, st);
+}
+
+/* The general step: the next record, its table or its values. */
+static __attribute__((noinline)) int decode_step(lua_State *L, struct perfev_reuse *st)
+{
   struct perfev_decoder *d = st->dec;
   const unsigned char *s = st->bytes;
   size_t len = st->len, off = st->off;
   struct perf_event_header h;
   int n = 0;
-  /* values mode's shortcut (this decoder is the closure's: never replaced,
-   * so the plan made for it stays right) */
-  if (st->sel.scalars_of == d && len - off >= sizeof h) {
-    perfev_record_header(s + off, d->swap, &h);
-    if (h.type == PERF_RECORD_SAMPLE && h.size <= len - off && h.size >= st->sel.scalars->min_size) {
-      st->off = off + h.size;
-      return perfev_select_push_scalars(L, st, d, s + off);
-    }
-  }
   if (st->sel.tally && (n = perfev_tally_next(L, st, DECODE_UPV_STATE, d, NULL, off >= len)) > 0)
     return n;
   while (n == 0) {   /* n is 0 for a record skipped (values of samples only) */

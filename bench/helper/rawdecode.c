@@ -3,6 +3,8 @@
  *
  *   local raw = require "rawdecode"
  *   local records, samples, sum, ns = raw.walk(bytes, sample_type)
+ *   for ip, tid, time in raw.values(bytes, sample_type) do ... end
+ *   for rec in raw.tables(bytes, sample_type[, into]) do ... end
  *   raw.cpu_ns() ; raw.children_cpu_ns()
  *
  * walk goes over a buffer of perf records (host byte order) in a plain C
@@ -94,6 +96,158 @@ static int r_walk(lua_State *L)
   return 4;
 }
 
+/* ---- the Lua C API's floor: the least a Lua binding can do ----
+ *
+ * raw.values(bytes, sample_type): an iterator giving ip, tid, time of
+ * each sample, found as walk finds them (no bounds check of the fields,
+ * no other record type, no byte order): what a C iterator called by a Lua
+ * generic for costs when it decodes nothing.
+ *
+ * raw.tables(bytes, sample_type, into): an iterator giving each sample as
+ * a table with the keys a full decode of it has (type, size, misc,
+ * cpumode, ip, pid, tid, time, period, and callchain and
+ * callchain_contexts when the sample has a callchain: the addresses and
+ * one { context, first, last } a marker), set through the C API
+ * (lua_setfield) from the bytes, a new table each sample or, with into,
+ * that table refilled. Only for the bench's two sample_types (ip, tid,
+ * time, [period], [callchain]). */
+struct iter { const unsigned char *s; size_t len, off; struct where w; size_t period, chain; };
+
+static struct iter *iter_new(lua_State *L)
+{
+  struct iter *it = (struct iter *)lua_newuserdata(L, sizeof *it);
+  uint64_t st = (uint64_t)luaL_checkinteger(L, 2);
+  it->s = (const unsigned char *)luaL_checklstring(L, 1, &it->len);
+  it->off = 0;
+  it->w = where_of(st);
+  it->period = st & PERF_SAMPLE_PERIOD ? it->w.need : 0;
+  it->chain = st & PERF_SAMPLE_CALLCHAIN ? it->w.need + (it->period ? 8 : 0) : 0;
+  return it;
+}
+
+/* The next sample (NULL: none), its header in h. */
+static const unsigned char *next_sample(struct iter *it, struct perf_event_header *h)
+{
+  while (it->off + sizeof *h <= it->len) {
+    const unsigned char *rec = it->s + it->off;
+    memcpy(h, rec, sizeof *h);
+    if (h->size < sizeof *h)
+      return NULL;
+    it->off += h->size;
+    if (h->type == PERF_RECORD_SAMPLE)
+      return rec;
+  }
+  return NULL;
+}
+
+static int values_step(lua_State *L)
+{
+  struct iter *it = (struct iter *)lua_touserdata(L, lua_upvalueindex(1));
+  struct perf_event_header h;
+  const unsigned char *rec = next_sample(it, &h);
+  if (!rec)
+    return 0;
+  lua_pushinteger(L, (lua_Integer)at64(rec + it->w.ip));
+  lua_pushinteger(L, (lua_Integer)at32(rec + it->w.tid));
+  lua_pushinteger(L, (lua_Integer)at64(rec + it->w.time));
+  return 3;
+}
+
+static int r_values(lua_State *L)
+{
+  lua_settop(L, 2);
+  iter_new(L);
+  lua_pushvalue(L, 1);   /* keeps the bytes */
+  lua_pushcclosure(L, values_step, 2);
+  return 1;
+}
+
+static void set_int(lua_State *L, int t, const char *k, lua_Integer v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, t, k);
+}
+
+/* The table at t's field k, made when it is not a table; pushed. */
+static int sub_table(lua_State *L, int t, const char *k, int narr, int nrec)
+{
+  if (lua_getfield(L, t, k) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, narr, nrec);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, t, k);
+  }
+  return lua_gettop(L);
+}
+
+static void put_chain(lua_State *L, int t, const unsigned char *w)
+{
+  uint64_t nr = at64(w);
+  lua_Integer n = 0, nseg = 0;
+  int chain = sub_table(L, t, "callchain", (int)nr, 0), segs = 0;
+  for (uint64_t i = 0; i < nr; i++) {
+    uint64_t ip = at64(w + 8 + 8 * i);
+    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+      if (!segs)
+        segs = sub_table(L, t, "callchain_contexts", 2, 0);
+      if (lua_rawgeti(L, segs, ++nseg) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 3);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, segs, nseg);
+      }
+      lua_pushstring(L, ip == (uint64_t)PERF_CONTEXT_KERNEL ? "kernel" : "user");
+      lua_setfield(L, -2, "context");
+      set_int(L, lua_gettop(L), "first", n + 1);
+      set_int(L, lua_gettop(L), "last", n);   /* the floor: the segment's end is not tracked */
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_pushinteger(L, (lua_Integer)ip);
+    lua_rawseti(L, chain, ++n);
+  }
+  lua_settop(L, chain - 1);
+}
+
+static int tables_step(lua_State *L)
+{
+  struct iter *it = (struct iter *)lua_touserdata(L, lua_upvalueindex(1));
+  struct perf_event_header h;
+  const unsigned char *rec = next_sample(it, &h);
+  int t;
+  if (!rec)
+    return 0;
+  if (lua_istable(L, lua_upvalueindex(3)))
+    lua_pushvalue(L, lua_upvalueindex(3));
+  else
+    lua_createtable(L, 0, 12);
+  t = lua_gettop(L);
+  lua_pushliteral(L, "sample");
+  lua_setfield(L, t, "type");
+  set_int(L, t, "size", h.size);
+  set_int(L, t, "misc", h.misc);
+  lua_pushstring(L, (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL ? "kernel" : "user");
+  lua_setfield(L, t, "cpumode");
+  set_int(L, t, "ip", (lua_Integer)at64(rec + it->w.ip));
+  set_int(L, t, "pid", (lua_Integer)at32(rec + it->w.tid - 4));
+  set_int(L, t, "tid", (lua_Integer)at32(rec + it->w.tid));
+  set_int(L, t, "time", (lua_Integer)at64(rec + it->w.time));
+  set_int(L, t, "period", it->period ? (lua_Integer)at64(rec + it->period) : 1);
+  if (it->chain)
+    put_chain(L, t, rec + it->chain);
+  return 1;
+}
+
+static int r_tables(lua_State *L)
+{
+  lua_settop(L, 3);
+  iter_new(L);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 3);
+  lua_pushcclosure(L, tables_step, 3);
+  return 1;
+}
+
 /* The clock the C loop uses, for timing the Lua side the same way. */
 static int r_cpu_ns(lua_State *L)
 {
@@ -114,6 +268,8 @@ static int r_children_cpu_ns(lua_State *L)
 
 static const luaL_Reg funcs[] = {
   { "walk", r_walk },
+  { "values", r_values },
+  { "tables", r_tables },
   { "cpu_ns", r_cpu_ns },
   { "children_cpu_ns", r_children_cpu_ns },
   { NULL, NULL }

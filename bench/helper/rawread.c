@@ -3,6 +3,7 @@
  *
  *   local raw = require "rawread"
  *   local ns, nbytes = raw.ns_per_read(fd, bufsize, iterations)
+ *   local v1, v2, v3 = raw.read(fd, bufsize)
  *
  * read(2)s fd `iterations` times into one buffer of `bufsize` bytes in a C
  * loop timed with CLOCK_MONOTONIC; returns nanoseconds per read and the
@@ -50,6 +51,26 @@ static int r_ns_per_read(lua_State *L) {
   return 2;
 }
 
+/* raw.read(fd, bufsize): one read(2) of up to bufsize (<= 512) bytes, its
+ * first three words returned (nil, message on failure): the least a
+ * binding's read does, called from a Lua loop as ev:read() is (the floor
+ * of bench/read.lua). */
+static int r_read(lua_State *L) {
+  uint64_t w[64] = { 0 };
+  lua_Integer size = luaL_optinteger(L, 2, 40);
+  if (size < 24 || size > (lua_Integer)sizeof w)
+    return luaL_argerror(L, 2, "bufsize must be 24..512");
+  if (read((int)lua_tointeger(L, 1), w, (size_t)size) < 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  lua_pushinteger(L, (lua_Integer)w[0]);
+  lua_pushinteger(L, (lua_Integer)w[1]);
+  lua_pushinteger(L, (lua_Integer)w[2]);
+  return 3;
+}
+
 /* The clock the C loop uses, for timing the Lua side the same way. */
 static int r_now_ns(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)now_ns());
@@ -59,6 +80,7 @@ static int r_now_ns(lua_State *L) {
 static const luaL_Reg funcs[] = {
   { "ns_per_read", r_ns_per_read },
   { "now_ns", r_now_ns },
+  { "read", r_read },
   { NULL, NULL }
 };
 
