@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,10 +462,39 @@ static int free_signal(int want)
   return -1;
 }
 
-/* Routes the event's overflow signal to this thread. 0 or an errno. */
-static int route_signal(int fd, int signo)
+/* The first touch of some pages faults on each touch while a signal is
+ * pending: the vDSO's vvar pages (read by clock_gettime) and the ring's
+ * metadata page (written as data_tail moves). With a page-faults event
+ * routed as an asynchronous signal (period 1), such a fault is counted,
+ * signalled and taken again after the handler, counted and signalled
+ * again, without end. The thread never got past its first
+ * clock_gettime(CLOCK_MONOTONIC), or the first data_tail its sampler
+ * stored (a KVM guest on kvm-clock, Linux 6.1; a plain C program does the
+ * same; sigtrap's signal, sent once the fault is done, does not). So those
+ * pages, and the ring's data pages, are touched once before a signal is
+ * routed. */
+static void warm_pages(const struct perfev_ring *r)
+{
+  struct timespec ts;
+  (void)clock_gettime(CLOCK_MONOTONIC, &ts);   /* the vvar data and clock pages */
+  (void)clock_gettime(CLOCK_REALTIME, &ts);
+  (void)clock_gettime(CLOCK_BOOTTIME, &ts);
+  long page = sysconf(_SC_PAGESIZE);
+  if (!r || !r->page)
+    return;
+  for (size_t off = 0; off < r->map_size; off += page > 0 ? (size_t)page : 4096)
+    (void)((const volatile unsigned char *)r->page)[off];
+  if (!r->overwrite)   /* a writable metadata page: its first write */
+    __atomic_store_n(&r->page->data_tail, __atomic_load_n(&r->page->data_tail, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+}
+
+/* Routes the event's overflow signal to this thread (the pages of ring r,
+ * if any, touched first). 0 or an errno. */
+static int route_signal(int fd, int signo, const struct perfev_ring *r)
 {
   struct f_owner_ex owner = { F_OWNER_TID, gettid() };
+  warm_pages(r);
   if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signo) != 0)
     return errno;
   int fl = fcntl(fd, F_GETFL);
@@ -558,7 +588,7 @@ static int l_start(lua_State *L)
   p->ref = luaL_ref(L, LUA_REGISTRYINDEX);   /* alive while running, whatever the caller keeps */
   active = p;
   p->running = 1;
-  int err = p->sigtrap ? 0 : route_signal(p->fd, signo);
+  int err = p->sigtrap ? 0 : route_signal(p->fd, signo, p->ring);
   if (!err && ioctl(p->fd, PERF_EVENT_IOC_ENABLE, 0) != 0)
     err = errno;
   if (err) {
@@ -807,17 +837,20 @@ static int l_new(lua_State *L)
   return 1;
 }
 
-/* core.profiler_route(event, signo) -> true | nil, message, errno: the
- * event's overflow sends signal signo to this thread (signo 0: no more).
- * LuaJIT's engine gives its event's overflows to jit.profile as SIGPROF,
- * the signal of jit.profile's own timer: perfev's event is its clock. */
+/* core.profiler_route(event, signo[, ring]) -> true | nil, message,
+ * errno: the event's overflow sends signal signo to this thread (signo 0:
+ * no more); the pages of its ring are touched first (warm_pages). LuaJIT's
+ * engine gives its event's overflows to jit.profile as SIGPROF, the
+ * signal of jit.profile's own timer: perfev's event is its clock. */
 static int l_route(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);
   int signo = perfev_int_arg(L, 2, 0, "perfev.profile: route", "signo");
+  const struct perfev_ring *r = lua_isnoneornil(L, 3) ? NULL
+                              : (const struct perfev_ring *)luaL_checkudata(L, 3, PERFEV_RING_MT);
   int err;
   if (signo > 0) {
-    err = route_signal(ev->fd, signo);
+    err = route_signal(ev->fd, signo, r);
   } else {
     int fl = fcntl(ev->fd, F_GETFL);
     err = (fl < 0 || fcntl(ev->fd, F_SETFL, fl & ~O_ASYNC) != 0) ? errno : 0;

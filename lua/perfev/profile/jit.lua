@@ -151,6 +151,12 @@ function M.collector(jp, weigh, opts)
     end
     return sig
   end
+  local record
+  -- What the event counts while a sample is recorded is the profiler's
+  -- own (the page faults of its tables, for one): weighed when the sample
+  -- is done and unattributed, not left in the ring for the next sample to
+  -- charge to its stack. (Each of those counts sent a signal too: the
+  -- sample that follows finds no weight and returns at once.)
   local function on_sample(thread, samples, vmstate)
     if c.paused then return end          -- the event is disabled meanwhile: nothing counted
     if c.taking then return end          -- c.take(): the ring keeps the weight for the next sample
@@ -158,6 +164,13 @@ function M.collector(jp, weigh, opts)
     c.lost = c.lost + (lost or 0)
     c.signals = c.signals + samples
     if w <= 0 then return end
+    record(thread, vmstate, w)
+    local own
+    own, lost = weigh()
+    c.lost = c.lost + (lost or 0)
+    if own > 0 then c.unattributed = c.unattributed + own end
+  end
+  record = function(thread, vmstate, w)
     local sig = dump and signature(thread, vmstate)
     local st = sig and c.bysig[sig]
     if st then
@@ -333,7 +346,7 @@ function Engine:start()
   -- jit.profile's SIGPROF handler first, then the event's overflows sent
   -- as SIGPROF to this thread: each one asks jit.profile for a sample
   self.c:start(NO_TIMER_MS)
-  local ok, msg = core.profiler_route(self.ev, M.SIGPROF)
+  local ok, msg = core.profiler_route(self.ev, M.SIGPROF, ring)   -- its pages touched first
   if not ok then
     self:stop()
     error("perfev.profile: routing the event's signal: " .. tostring(msg), 0)
