@@ -40,54 +40,50 @@ local function synthetic(n)
   return table.concat(out), perfev.attr { sample_type = st }, st
 end
 
--- ---- the perfev loops: each returns records, the sum of ip + tid + time, ns ----
+-- ---- the loops: each returns records, the sum of ip + tid + time, ns ----
+-- A loop is given the function that makes its iterator (perfev's, or the
+-- floor's below), called inside the timed part.
 
-local function tables(data, attr, opts)
+local function table_loop(make)
   collectgarbage()
   local sum, n = 0, 0
   local t0 = clock()
-  for rec in perfev.decode(data, attr, opts) do
+  for rec in make() do
     n = n + 1
     if rec.type == "sample" then sum = sum + rec.ip + rec.tid + rec.time end
   end
   return n, sum, clock() - t0
 end
 
-local SELECTED = { fields = { "ip", "tid", "time" } }
-local function selected(data, attr)
+local function values_loop(make)
   collectgarbage()
   local sum, n = 0, 0
   local t0 = clock()
-  for ip, tid, time in perfev.decode(data, attr, SELECTED) do
+  for ip, tid, time in make() do
     n = n + 1
     sum = sum + ip + tid + time
   end
   return n, sum, clock() - t0
+end
+
+local function tables(data, attr, opts)
+  return table_loop(function() return perfev.decode(data, attr, opts) end)
+end
+
+local SELECTED = { fields = { "ip", "tid", "time" } }
+local function selected(data, attr)
+  return values_loop(function() return perfev.decode(data, attr, SELECTED) end)
 end
 
 -- The floors (bench/helper/rawdecode.c): the same iterations through the
 -- Lua C API with no decoding, no checks: values, a table per sample, one
 -- table refilled. What perfev costs above them is its own.
 local function floor_values(data, st)
-  collectgarbage()
-  local sum, n = 0, 0
-  local t0 = clock()
-  for ip, tid, time in raw.values(data, st) do
-    n = n + 1
-    sum = sum + ip + tid + time
-  end
-  return n, sum, clock() - t0
+  return values_loop(function() return raw.values(data, st) end)
 end
 
 local function floor_tables(data, st, into)
-  collectgarbage()
-  local sum, n = 0, 0
-  local t0 = clock()
-  for rec in raw.tables(data, st, into) do
-    n = n + 1
-    sum = sum + rec.ip + rec.tid + rec.time
-  end
-  return n, sum, clock() - t0
+  return table_loop(function() return raw.tables(data, st, into) end)
 end
 
 local WITH_CHAIN = { fields = { "ip", "tid", "time", "callchain" } }
