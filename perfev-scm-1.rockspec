@@ -79,6 +79,7 @@ build = {
       ["perfev.cli.run"] = "lua/perfev/cli/run.lua",
       ["perfev.cli.stat"] = "lua/perfev/cli/stat.lua",
       ["perfev.compat"] = "lua/perfev/compat.lua",
+      ["perfev.decode_jit"] = "lua/perfev/decode_jit.lua",
       ["perfev.elf"] = "lua/perfev/elf.lua",
       ["perfev.fs"] = "lua/perfev/fs.lua",
       ["perfev.group"] = "lua/perfev/group.lua",

@@ -285,6 +285,53 @@ struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *wh
   return d;
 }
 
+#if PERFEV_LUAJIT
+/* Where the Lua layer puts the function that gives LuaJIT a compiled
+ * iterator for a plan of scalars (lua/perfev/decode_jit.lua). */
+#define ACCELERATOR "perfev.decode.scalars"
+
+/* With the C iterator on top: when the fields are a plan of scalars of
+ * one attr in this byte order and the accelerator is set, replaces it with
+ * accelerator(bytes, iterator, min_size, period, n, off1, kind1, ...),
+ * which reads the same offsets through the FFI in a loop LuaJIT compiles
+ * (and falls back on the C iterator for anything else). */
+static void accelerate(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d)
+{
+  const struct perfev_sel_plan *p;
+  if (!st->sel.values || st->sel.tally || d->n != 1 || d->swap)
+    return;
+  p = perfev_select_plan(&st->sel, &d->layouts[0], 0);
+  if (!p->scalars)
+    return;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, ACCELERATOR) != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    return;
+  }
+  luaL_checkstack(L, 6 + 2 * (int)st->sel.n, "perfev.decode: too many fields");
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, -3);
+  lua_pushinteger(L, (lua_Integer)p->min_size);
+  lua_pushinteger(L, (lua_Integer)p->period);
+  lua_pushinteger(L, (lua_Integer)st->sel.n);
+  for (size_t j = 0; j < st->sel.n; j++) {
+    lua_pushinteger(L, (lua_Integer)p->f[j].off);
+    lua_pushinteger(L, (lua_Integer)p->f[j].scalar);
+  }
+  lua_call(L, 5 + 2 * (int)st->sel.n, 1);
+  lua_remove(L, -2);
+}
+
+/* core.decode_accelerator(fn | nil): sets it (LuaJIT's Lua layer). */
+static int l_accelerator(lua_State *L)
+{
+  if (!lua_isnil(L, 1))
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, ACCELERATOR);
+  return 0;
+}
+#endif
+
 static int l_decode(lua_State *L)
 {
   struct perfev_decoder *d;
@@ -302,6 +349,9 @@ static int l_decode(lua_State *L)
   lua_pushvalue(L, top + 1);
   lua_pushvalue(L, top + 2);
   lua_pushcclosure(L, decode_next, 4);
+#if PERFEV_LUAJIT
+  accelerate(L, st, d);
+#endif
   return 1;
 }
 
@@ -321,7 +371,11 @@ static int l_id_positions(lua_State *L)
 int perfev_decode_open_lib(lua_State *L)
 {
   static const luaL_Reg funcs[] = {
-    { "decode", l_decode }, { "id_positions", l_id_positions }, { NULL, NULL }
+    { "decode", l_decode }, { "id_positions", l_id_positions },
+#if PERFEV_LUAJIT
+    { "decode_accelerator", l_accelerator },
+#endif
+    { NULL, NULL }
   };
   perfev_class_register(L, PERFEV_DECODER_MT, NULL, NULL);
   luaL_setfuncs(L, funcs, 0);

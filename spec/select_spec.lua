@@ -240,6 +240,77 @@ describe("field selection", function()
     end)
   end)
 
+  describe("LuaJIT: the values of plain samples read through the FFI", function()
+    local JIT = rawget(_G, "jit")
+    local st = compat.bor(S.IP, S.TID, S.TIME, S.ADDR, S.ID, S.STREAM_ID, S.CPU, S.PERIOD)
+    local attr = perfev.attr { sample_type = st }
+    local NAMES = { "ip", "pid", "tid", "time", "addr", "id", "stream_id", "cpu", "period" }
+    -- the 64-bit rule at its edges: within +-2^53 as a signed integer a
+    -- number (a kernel address is a negative one), beyond a uint64_t cdata
+    local EDGES = {
+      { ip = compat.hex64("ffffffff81000010"), pid = 1, tid = 2, time = compat.hex64("20000000000000"),
+        addr = compat.hex64("20000000000001"), id = compat.hex64("8000000000000001"),
+        stream_id = compat.hex64("ffe0000000000000"), cpu = compat.hex64("ffffffff"), period = 1 },
+      { ip = 0x401000, pid = compat.hex64("ffffffff"), tid = compat.hex64("80000000"), time = 0,
+        addr = compat.hex64("ffdfffffffffffff"), id = 7, stream_id = compat.hex64("ffffffffffffffff"),
+        cpu = 3, period = compat.hex64("7fffffffffffffff") },
+    }
+    local function stream()
+      local out = {}
+      for i = 1, 300 do out[i] = PB.sample(E.NATIVE, st, EDGES[i % 2 + 1]) end
+      -- a record of another type between samples, stepped over
+      out[#out + 1] = compat.pack("=I4I2I2I8I8", core.RECORD.LOST, 0, 24, 9, 5)
+      out[#out + 1] = PB.sample(E.NATIVE, st, EDGES[1])
+      return table.concat(out)
+    end
+
+    -- true (and the test pending) where the path does not exist
+    local function without_ffi()
+      if JIT and JIT.status() and pcall(require, "ffi") and core.decode_accelerator then return false end
+      pending("LuaJIT with its compiler on and the FFI: make test LUA=luajit")
+      return true
+    end
+
+    it("is the iterator of a plan of scalars, and gives what the C iterator gives", function()
+      if without_ffi() then return end
+      local bytes = stream()
+      local full = decode_all(bytes, attr)
+      local it = perfev.decode(bytes, attr, { fields = NAMES })
+      assert.equal("Lua", debug.getinfo(it, "S").what)
+      -- enough loops for LuaJIT to compile the iterator into them
+      check_selection(bytes, attr, full, NAMES)
+      check_selection(bytes, attr, full, { "time", "pid", "ip" })
+      local ffi_steps = steps(perfev.decode(bytes, attr, { fields = NAMES }))
+      core.decode_accelerator(nil)
+      local ok, c_steps = pcall(function() return steps(perfev.decode(bytes, attr, { fields = NAMES })) end)
+      core.decode_accelerator(require("perfev.decode_jit").iterator)
+      assert(ok, c_steps)
+      assert.equal(#c_steps, #ffi_steps)
+      for i = 1, #c_steps do
+        for j = 1, #NAMES do
+          assert.equal(type(c_steps[i][j]), type(ffi_steps[i][j]), ("sample %d, %s"):format(i, NAMES[j]))
+          -- tostring: a uint64_t cdata ends in ULL, an int64_t's in LL
+          assert.equal(tostring(c_steps[i][j]), tostring(ffi_steps[i][j]), ("sample %d, %s"):format(i, NAMES[j]))
+        end
+      end
+    end)
+
+    it("is not taken where the C iterator must do the work", function()
+      if without_ffi() then return end
+      local bytes = stream()
+      local function what(a, opts) return debug.getinfo(perfev.decode(bytes, a, opts), "S").what end
+      assert.equal("C", what(attr, { fields = NAMES, swap = true }))           -- the other byte order
+      assert.equal("C", what(attr, { fields = NAMES, into = {} }))             -- a table
+      assert.equal("C", what(attr, { fields = NAMES, tally = true }))          -- counted in C
+      assert.equal("C", what(perfev.attr { sample_type = compat.bor(st, S.CALLCHAIN) },
+                             { fields = { "ip", "callchain" } }))             -- a table in the values
+      JIT.off()
+      local off = what(attr, { fields = NAMES })                               -- interpreted: C is faster
+      JIT.on()
+      assert.equal("C", off)
+    end)
+  end)
+
   describe("errors name the field, at the caller's line", function()
     local attr = perfev.attr { sample_type = { "ip", "tid" } }
     local bytes = PB.sample(E.NATIVE, compat.bor(S.IP, S.TID), { ip = 1, pid = 2, tid = 3 })

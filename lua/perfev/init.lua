@@ -17,6 +17,13 @@ M.core = core
 M.VERSION = core.VERSION
 M._VERSION = "perfev " .. core.VERSION
 
+-- LuaJIT: field-selected values of plain samples read through the FFI, in
+-- a loop LuaJIT compiles (lua/perfev/decode_jit.lua); not without the FFI.
+if core.decode_accelerator then
+  local ok, decode_jit = pcall(require, "perfev.decode_jit")
+  if ok then core.decode_accelerator(decode_jit.iterator) end
+end
+
 -- The core's functions that are part of perfev's own API.
 for _, k in ipairs { "decode", "encode", "enable_all", "disable_all", "clock_ns", "rusage" } do
   M[k] = core[k]
