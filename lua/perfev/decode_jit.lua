@@ -120,7 +120,10 @@ function M.iterator(data, fallback, min_size, period, n, ...)
   for j = 1, n do
     offs[j], kinds[j] = select(2 * j - 1, ...), select(2 * j, ...)
   end
-  return maker(kinds)(data, fallback, min_size, period, (table.unpack or rawget(_G, "unpack"))(offs, 1, n))
+  -- (where code cannot be loaded, in a sandbox, the C iterator does the work)
+  local ok, make = pcall(maker, kinds)
+  if not ok then return fallback end
+  return make(data, fallback, min_size, period, (table.unpack or rawget(_G, "unpack"))(offs, 1, n))
 end
 
 return M
