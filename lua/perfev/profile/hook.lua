@@ -15,9 +15,14 @@ local M = {}
 -- events the kernel counts on its way through a page fault or a context
 -- switch, which is every software event but the clocks, and tracepoints:
 --  * a signal pending while a page fault is handled makes the kernel
---    abandon the fault (fault_signal_pending) to deliver it; the access is
---    retried, faults again, is counted again, overflows again: with a small
---    period the thread never gets past the fault;
+--    abandon a fault that would wait (fault_signal_pending: a page under
+--    I/O, the first touch of a special mapping) to deliver it; the access
+--    is retried, faults again, is counted again, overflows again: with a
+--    small period the thread never gets past the fault. (Before routing a
+--    signal the core touches the pages perfev itself would fault on so,
+--    the vDSO's clock pages and the ring's, csrc/profiler.c's warm_pages:
+--    "rt" then counts a program's anonymous faults exactly, as the take
+--    spec checks; a file page under I/O can still loop.)
 --  * a signal sent at a switch out wakes the thread from the very sleep
 --    being counted: every wake-up is one more switch (thousands a sleep).
 -- "sigtrap" (attr.sigtrap) queues a SIGTRAP as task work, sent on the way
