@@ -22,7 +22,7 @@ local M = {}
 --    signal the core touches the pages perfev itself would fault on so,
 --    the vDSO's clock pages and the ring's, csrc/profiler.c's warm_pages:
 --    "rt" then counts a program's anonymous faults exactly, as the take
---    spec checks; a file page under I/O can still loop.)
+--    spec checks; a file page under I/O may still loop, not measured.)
 --  * a signal sent at a switch out wakes the thread from the very sleep
 --    being counted: every wake-up is one more switch (thousands a sleep).
 -- "sigtrap" (attr.sigtrap) queues a SIGTRAP as task work, sent on the way
