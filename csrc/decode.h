@@ -204,18 +204,27 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
  * for). st: the iteration state's userdata, the one at index state (the
  * caller keeps it, sparing a hot loop a lua_touserdata per record).
  * x (may be NULL): what the source adds. */
-/* Values mode's shortcut: whether a record of this type and size is a
- * sample whose values perfev_select_push_scalars pushes. The plan is
- * checked against the decoder's one layout as well as its address, as a
- * decoder replaced (ring:add) can be freed and another made at its place. */
-static inline int perfev_select_scalars_ok(const struct perfev_reuse *st,
-                                           const struct perfev_decoder *d, uint32_t type,
-                                           size_t size)
+/* Values mode's shortcut: the size of the record at rec (avail bytes
+ * left in its buffer) when it is a whole sample that st's plan of scalars
+ * reads, else 0. With layout, the plan is also checked against the
+ * decoder's one layout, for a decoder that can be replaced (ring:add): it
+ * can be freed and another made at its place. */
+static inline size_t perfev_select_scalar_size(const struct perfev_reuse *st,
+                                               const struct perfev_decoder *d,
+                                               const unsigned char *rec, size_t avail,
+                                               int layout)
 {
   const struct perfev_sel_plan *p = st->sel.scalars;
-  return d && st->sel.scalars_of == d && type == PERF_RECORD_SAMPLE && size >= p->min_size &&
-         d->n == 1 && p->sample_type == d->layouts[0].sample_type &&
-         p->read_format == d->layouts[0].read_format && p->period == d->layouts[0].period;
+  struct perf_event_header h;
+  if (!d || st->sel.scalars_of != d || avail < sizeof h)
+    return 0;
+  perfev_record_header(rec, d->swap, &h);
+  if (h.type != PERF_RECORD_SAMPLE || h.size > avail || h.size < p->min_size)
+    return 0;
+  if (layout && (d->n != 1 || p->sample_type != d->layouts[0].sample_type ||
+                 p->read_format != d->layouts[0].read_format || p->period != d->layouts[0].period))
+    return 0;
+  return h.size;
 }
 
 /* ... and pushes them (inline: it is the whole of a selected iteration's

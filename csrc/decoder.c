@@ -161,19 +161,14 @@ static int decode_step(lua_State *L, struct perfev_reuse *st);
 static int decode_next(lua_State *L)
 {
   struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, DECODE_UPV_STATE);
-  const struct perfev_decoder *d = st->dec;
-  size_t off = st->off;
+  const unsigned char *rec = st->bytes + st->off;
   /* values mode's shortcut (this decoder is the closure's: never replaced,
-   * so the plan made for it stays right); kept apart from the general step
-   * so that a plain sample pays for nothing else */
-  if (st->sel.scalars_of == d && st->len - off >= sizeof(struct perf_event_header)) {
-    struct perf_event_header h;
-    perfev_record_header(st->bytes + off, d->swap, &h);
-    if (h.type == PERF_RECORD_SAMPLE && h.size <= st->len - off &&
-        h.size >= st->sel.scalars->min_size) {
-      st->off = off + h.size;
-      return perfev_select_push_scalars(L, st, d, st->bytes + off);
-    }
+   * so the plan made for it needs no check of the layout); kept apart from
+   * the general step so that a plain sample pays for nothing else */
+  size_t size = perfev_select_scalar_size(st, st->dec, rec, st->len - st->off, 0);
+  if (size) {
+    st->off += size;
+    return perfev_select_push_scalars(L, st, st->dec, rec);
   }
   return decode_step(L, st);
 }

@@ -476,9 +476,7 @@ static int free_signal(int want)
 static void warm_pages(const struct perfev_ring *r)
 {
   struct timespec ts;
-  (void)clock_gettime(CLOCK_MONOTONIC, &ts);   /* the vvar data and clock pages */
-  (void)clock_gettime(CLOCK_REALTIME, &ts);
-  (void)clock_gettime(CLOCK_BOOTTIME, &ts);
+  (void)clock_gettime(CLOCK_MONOTONIC, &ts);   /* the vvar pages every vDSO clock reads */
   long page = sysconf(_SC_PAGESIZE);
   if (!r || !r->page)
     return;

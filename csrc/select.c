@@ -524,11 +524,8 @@ int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_deco
                        int state, int into, const unsigned char *rec, size_t len, size_t off,
                        const struct perfev_extra *x)
 {
-  if (st->sel.scalars_of == d && len >= sizeof(struct perf_event_header)) {
-    size_t size = perfev_ld16(rec + 6, d->swap);
-    if (size <= len && perfev_select_scalars_ok(st, d, perfev_ld32(rec, d->swap), size))
-      return perfev_select_push_scalars(L, st, d, rec);
-  }
+  if (perfev_select_scalar_size(st, d, rec, len, 1))
+    return perfev_select_push_scalars(L, st, d, rec);
   if (st->sel.tally)
     return iter_tally(L, d, state, into, st, rec, len, off, x);
   if (st->sel.values)

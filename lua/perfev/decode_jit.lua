@@ -18,6 +18,7 @@
 -- calls. Interpreted (jit.off()) the FFI is slower than the C iterator:
 -- the C iterator is kept then.
 local ffi = require "ffi"
+local compat = require "perfev.compat"
 
 local M = {}
 
@@ -30,19 +31,13 @@ local U64, U32, S32 = 0, 1, 2
 local makers = {}
 
 local HEAD = [[
-local ffi, tonumber, SAMPLE = ...
+local ffi, normalize, SAMPLE = ...
 local cast = ffi.cast
 local pu8 = ffi.typeof("const uint8_t *")
 local pu16 = ffi.typeof("const uint16_t *")
 local pu32 = ffi.typeof("const uint32_t *")
 local pi32 = ffi.typeof("const int32_t *")
 local pi64 = ffi.typeof("const int64_t *")
-local u64t = ffi.typeof("uint64_t")
-local LIM = 2 ^ 53
-local function u64(v)
-  if v >= -LIM and v <= LIM then return tonumber(v) end
-  return cast(u64t, v)
-end
 return function(data, fallback, min_size, period, %s)
   local p, len, off, given, it = cast(pu8, data), #data, 0, 0, nil
   -- the C iterator, from the start to the sample at off: raises its error
@@ -52,28 +47,27 @@ return function(data, fallback, min_size, period, %s)
     for _ = 1, given do it() end
     return it()
   end
+  local step
   -- records of other types stepped over, the end, and anything wrong: in
-  -- a function of its own, so that the step below has no inner loop (the
-  -- compiler would not take it into the caller's loop)
+  -- a function of its own, so that the step has no inner loop (the
+  -- compiler would not take it into the caller's loop); a sample that is
+  -- whole goes back to the step
   local function slow()
     while true do
       if len - off < 8 then
         if off == len then return nil end
         return replay()
       end
-      local r = p + off
-      local size = cast(pu16, r)[3]
+      local size = cast(pu16, p + off)[3]
       if size < 8 or size > len - off then return replay() end
-      if cast(pu32, r)[0] == SAMPLE then
+      if cast(pu32, p + off)[0] == SAMPLE then
         if size < min_size then return replay() end
-        off = off + size
-        given = given + 1
-        return %s
+        return step()
       end
       off = off + size
     end
   end
-  return function()
+  step = function()
     if it then return it() end
     if len - off >= 8 then
       local r = p + off
@@ -86,11 +80,12 @@ return function(data, fallback, min_size, period, %s)
     end
     return slow()
   end
+  return step
 end
 ]]
 
 local READ = {
-  [U64] = "u64(cast(pi64, r + %s)[0])",
+  [U64] = "normalize(cast(pi64, r + %s)[0])",   -- perfev.compat's 64-bit rule
   [U32] = "cast(pu32, r + %s)[0]",
   [S32] = "cast(pi32, r + %s)[0]",
 }
@@ -104,9 +99,8 @@ local function maker(kinds)
     params[j] = "o" .. j
     values[j] = READ[k] and READ[k]:format(params[j]) or "period"
   end
-  local list = table.concat(values, ", ")
-  local src = HEAD:format(table.concat(params, ", "), list, list)
-  m = assert(load(src, "=perfev.decode_jit"))(ffi, tonumber, SAMPLE)
+  local src = HEAD:format(table.concat(params, ", "), table.concat(values, ", "))
+  m = assert(load(src, "=perfev.decode_jit"))(ffi, compat.normalize, SAMPLE)
   makers[key] = m
   return m
 end

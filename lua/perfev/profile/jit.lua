@@ -151,26 +151,8 @@ function M.collector(jp, weigh, opts)
     end
     return sig
   end
-  local record
-  -- What the event counts while a sample is recorded is the profiler's
-  -- own (the page faults of its tables, for one): weighed when the sample
-  -- is done and unattributed, not left in the ring for the next sample to
-  -- charge to its stack. (Each of those counts sent a signal too: the
-  -- sample that follows finds no weight and returns at once.)
-  local function on_sample(thread, samples, vmstate)
-    if c.paused then return end          -- the event is disabled meanwhile: nothing counted
-    if c.taking then return end          -- c.take(): the ring keeps the weight for the next sample
-    local w, lost = weigh()
-    c.lost = c.lost + (lost or 0)
-    c.signals = c.signals + samples
-    if w <= 0 then return end
-    record(thread, vmstate, w)
-    local own
-    own, lost = weigh()
-    c.lost = c.lost + (lost or 0)
-    if own > 0 then c.unattributed = c.unattributed + own end
-  end
-  record = function(thread, vmstate, w)
+  -- records a sample of weight w: its stack, found by its signature
+  local function record(thread, vmstate, w)
     local sig = dump and signature(thread, vmstate)
     local st = sig and c.bysig[sig]
     if st then
@@ -219,6 +201,25 @@ function M.collector(jp, weigh, opts)
     end
     st.weight, st.samples = st.weight + w, st.samples + 1
     c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
+  end
+
+  -- What the event counts while a sample is recorded is the profiler's
+  -- own (the page faults of its tables, for one): weighed when the sample
+  -- is done and unattributed, not left in the ring for the next sample to
+  -- charge to its stack. (Each of those counts sent a signal too: the
+  -- sample that follows finds no weight and returns at once.)
+  local function on_sample(thread, samples, vmstate)
+    if c.paused then return end          -- the event is disabled meanwhile: nothing counted
+    if c.taking then return end          -- c.take(): the ring keeps the weight for the next sample
+    local w, lost = weigh()
+    c.lost = c.lost + (lost or 0)
+    c.signals = c.signals + samples
+    if w <= 0 then return end
+    record(thread, vmstate, w)
+    local own
+    own, lost = weigh()
+    c.lost = c.lost + (lost or 0)
+    if own > 0 then c.unattributed = c.unattributed + own end
   end
 
   -- coroutine.resume and coroutine.wrap while profiling: they push the
