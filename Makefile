@@ -469,9 +469,12 @@ examples: deps all embed
 # ---- install ----
 install: all
 	sh tools/install.sh install '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)' $(CORE) $(LUA_MODS)
-	@# the perfev command, its first line naming the Lua it was built for
+	@# the perfev command, its first line naming the Lua it was built for, and
+	@# where its modules are (without DESTDIR: where they will be once packaged)
 	@mkdir -p build
-	sed '1s|.*|#!$(if $(findstring /,$(LUA)),$(LUA),/usr/bin/env $(LUA))|' bin/perfev > build/perfev.bin
+	sed -e '1s|.*|#!$(if $(findstring /,$(LUA)),$(LUA),/usr/bin/env $(LUA))|' \
+	    -e 's|^local installed = nil .*|local installed = { lmod = [[$(INSTALL_LMOD)]], cmod = [[$(INSTALL_CMOD)]] }|' \
+	    bin/perfev > build/perfev.bin
 	@d='$(DESTDIR)$(INSTALL_BIN)'; if [ ! -d "$$d" ]; then mkdir -p "$$d"; \
 	  echo "$$d" >> '$(DESTDIR)$(INSTALL_LMOD)/perfev/.installed-dirs'; fi
 	install -m 0755 build/perfev.bin '$(DESTDIR)$(INSTALL_BIN)/perfev'

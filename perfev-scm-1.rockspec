@@ -83,6 +83,7 @@ build = {
       ["perfev.elf"] = "lua/perfev/elf.lua",
       ["perfev.fs"] = "lua/perfev/fs.lua",
       ["perfev.group"] = "lua/perfev/group.lua",
+      ["perfev.interrupt"] = "lua/perfev/interrupt.lua",
       ["perfev.list"] = "lua/perfev/list.lua",
       ["perfev.measure"] = "lua/perfev/measure.lua",
       ["perfev.names"] = "lua/perfev/names.lua",

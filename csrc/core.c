@@ -3,6 +3,17 @@
 
 #define PERFEV_VERSION "0.1.0"
 
+/* Which Lua this core was compiled for, as text in the file itself: a core
+ * loaded by another Lua fails in dlopen before any of its code runs, and
+ * perfev (init.lua) then reads this line from the file to say which Lua the
+ * core was built for and how to rebuild it. */
+#if PERFEV_LUAJIT
+#  define PERFEV_BUILT_FOR LUAJIT_VERSION
+#else
+#  define PERFEV_BUILT_FOR LUA_RELEASE
+#endif
+__attribute__((used)) static const char built_for[] = "perfev.core built for <" PERFEV_BUILT_FOR ">";
+
 static int l_scale(lua_State *L)
 {
   lua_Integer v = luaL_checkinteger(L, 1), e = luaL_checkinteger(L, 2), r = luaL_checkinteger(L, 3);

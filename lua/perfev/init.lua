@@ -4,7 +4,27 @@
 -- work. doc/architecture.md maps the files.
 -- first: on Lua 5.1/5.2 it refuses with the runtimes perfev supports
 require "perfev.compat"
-local core = require "perfev.core"
+
+-- A core built for another Lua (make LUA=luajit, then lua5.4) fails in
+-- dlopen with an undefined lua_* symbol: say which Lua it was built for
+-- (csrc/core.c writes it into the file) and how to rebuild it.
+local function load_core()
+  local ok, core = pcall(require, "perfev.core")
+  if ok then return core end
+  local msg = tostring(core)
+  local path = package.searchpath("perfev.core", package.cpath)
+  if path and msg:find("undefined symbol: lua", 1, true) then
+    local f = io.open(path, "rb")
+    local built = f and f:read("*a"):match("perfev%.core built for <([^>]*)>")
+    if f then f:close() end
+    local this = rawget(_G, "jit") and rawget(_G, "jit").version or _VERSION
+    msg = ("%s was built for %s, not for %s, which runs now: rebuild it for this Lua "
+           .. "(from a checkout: make LUA=%s; make core-luajit builds build/luajit/ for LuaJIT apart)")
+          :format(path, built or "another Lua", this, rawget(_G, "jit") and "luajit" or this:gsub("Lua ", "lua"))
+  end
+  error(msg, 0)
+end
+local core = load_core()
 local spec = require "perfev.spec"
 local open = require "perfev.open"
 local group = require "perfev.group"

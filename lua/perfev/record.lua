@@ -20,6 +20,7 @@ local fs = require "perfev.fs"
 local options = require "perfev.options"
 local core = require "perfev.core"
 local compat = require "perfev.compat"
+local interrupt = require "perfev.interrupt"
 
 local M = {}
 
@@ -98,7 +99,8 @@ end
 -- events, freq (4000) or period, callchain, sample_type (added names),
 -- exactly one of fn (with args), command or pid (with duration_ms),
 -- pages (128 per CPU), cpus, attr, kernel, drain_every, features,
--- build_ids, mmap_data.
+-- build_ids, mmap_data. Ctrl-C (perfev.interrupt) ends the recording: what
+-- was recorded is written and the summary has interrupted = true.
 function M.record(opts)
   check(opts)
   local so = sampler_opts(opts)
@@ -150,7 +152,9 @@ function M.record(opts)
     local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
     debug.sethook(hook, mask, count)
     s:disable()
-    if not res[1] then
+    if not res[1] and interrupt.is(res[2]) then
+      summary.interrupted = true   -- Ctrl-C: what was recorded is written
+    elseif not res[1] then
       drain(s, w)
       s:close()
       w:close()
@@ -164,11 +168,22 @@ function M.record(opts)
     end
     -- the wall clock of duration_ms: CLOCK_MONOTONIC, which no clock change moves
     local deadline = opts.duration_ms and core.clock_ns() + opts.duration_ms * 1000000
-    repeat
-      local _, hup = s:poll(POLL_MS)
-      if ok then ok, err, eno = drain(s, w) end
-      local late = deadline and core.clock_ns() >= deadline
-    until hup or late or not ok
+    local function loop()
+      repeat
+        local _, hup = s:poll(POLL_MS)
+        if ok then ok, err, eno = drain(s, w) end
+        local late = deadline and core.clock_ns() >= deadline
+      until hup or late or not ok
+    end
+    local lok, lerr = pcall(loop)
+    if not lok and not interrupt.is(lerr) then
+      s:close()
+      w:close()
+      error(lerr, 0)
+    end
+    -- Ctrl-C: the recording ends there and is written; a command got the
+    -- SIGINT too and is waited for below
+    summary.interrupted = not lok or nil
     s:disable()
   end
   if ok then ok, err, eno = drain(s, w) end

@@ -243,11 +243,8 @@ local function tools_fn(t0, ru0, who)
   end
 end
 
--- Ctrl-C: lua.c's SIGINT handler raises "interrupted!" at the next Lua
--- instruction; the counts so far are still printed, as perf stat does.
-local function interrupted(err)
-  return type(err) == "string" and err:find("interrupted!", 1, true) ~= nil
-end
+-- Ctrl-C (perfev.interrupt): the counts so far are still printed, as perf stat does.
+local interrupted = require("perfev.interrupt").is
 
 local function run_command(o, res)
   local c, msg, status = command.start(o.command)

@@ -11,6 +11,7 @@
 --                          option parser stops there: `perfev stat ls -l`
 -- Usage errors exit with 129, as perf's do. See doc/cli.md.
 local argparse = require "argparse"
+local interrupt = require "perfev.interrupt"
 
 local M = {}
 
@@ -23,23 +24,38 @@ local function available(name)
   return package.searchpath(mod, package.path) ~= nil
 end
 
--- parser() -> the argparse parser, and the subcommand modules by name
+-- parser() -> the argparse parser, the subcommand modules by name and
+-- their argparse commands by name
 function M.parser()
   local parser = argparse("perfev", "Linux perf events for Lua: perf stat, record, report, list and profile.")
     :command_target("command")
-    :require_command(true)
+    :require_command(false)
     :help_max_width(100)
-  parser:epilog("Run 'perfev <command> --help' for a command's options. See doc/cli.md.")
-  local mods = {}
+  parser:flag("-v --version", "Print perfev's version, the Lua it runs on and where its modules are.")
+  parser:epilog("Run 'perfev help <command>' or 'perfev <command> --help' for a command's options; "
+                .. "'man perfev' and doc/cli.md (installed under share/doc/perfev) have the details.")
+  local mods, cmds = {}, {}
   for _, name in ipairs(M.SUBCOMMANDS) do
     if available(name) then
       local mod = require("perfev.cli." .. name)
       mods[name] = mod
       local cmd = parser:command(name, mod.summary)
       mod.configure(cmd)
+      cmds[name] = cmd
     end
   end
-  return parser, mods
+  parser:command("help", "Show the help of perfev or of one of its commands (as --help does).")
+    :argument("topic", "The command."):args("?")
+  return parser, mods, cmds
+end
+
+-- perfev --version: what perfev is, on which Lua, loaded from where
+function M.version()
+  local core = require "perfev.core"
+  local jit = rawget(_G, "jit")
+  local where = package.searchpath("perfev.cli", package.path) or "?"
+  return ("perfev %s (%s; modules: %s; core: %s)"):format(core.VERSION, jit and jit.version or _VERSION,
+    (where:gsub("/perfev/cli/init%.lua$", "")), package.searchpath("perfev.core", package.cpath) or "?")
 end
 
 local function is_value_option(word, values)
@@ -92,18 +108,33 @@ end
 function M.main(argv)
   local args = {}
   for i = 1, #(argv or {}) do args[i] = argv[i] end
-  local parser, mods = M.parser()
+  local parser, mods, cmds = M.parser()
   args = split_command(args, mods)
   local ok, result = parser:pparse(args)
-  if not ok then
-    local sub = which_command(args, mods)
-    local who = sub and ("perfev " .. sub) or "perfev"
-    io.stderr:write(("%s: %s (see '%s --help')\n"):format(who, result, who))
+  local function usage(who, msg)
+    io.stderr:write(("%s: %s (see '%s --help')\n"):format(who, msg, who))
     return M.USAGE_ERROR
   end
+  if not ok then
+    local sub = which_command(args, mods)
+    return usage(sub and ("perfev " .. sub) or "perfev", result)
+  end
+  if result.version then
+    io.stdout:write(M.version(), "\n")
+    return 0
+  end
+  if result.command == "help" then
+    local topic = result.topic
+    if topic and not mods[topic] then return usage("perfev help", ("unknown command '%s'"):format(topic)) end
+    io.stdout:write(topic and cmds[topic]:get_help() or parser:get_help(), "\n")
+    return 0
+  end
+  if not result.command then return usage("perfev", "a command is required") end
   local mod = mods[result.command]
   local rok, status = pcall(mod.run, result)
   if not rok then
+    -- Ctrl-C where a command did not handle it: quiet, as perf ends
+    if interrupt.is(status) then return interrupt.STATUS end
     io.stderr:write(("perfev %s: %s\n"):format(result.command, tostring(status)))
     return 1
   end

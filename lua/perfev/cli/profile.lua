@@ -9,6 +9,7 @@ local M = {}
 M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs, pprof, perf.data)"
 
 local output = require "perfev.profile.output"
+local interrupt = require "perfev.interrupt"
 
 function M.configure(cmd)
   cmd:option("-e --event", "The event to sample on (perf's names: cpu-clock, task-clock, "
@@ -74,7 +75,7 @@ function M.run(args)
   rawset(_G, "arg", saved_arg)
   local code = 0
   if not sok then
-    code = exit_code(e)
+    code = exit_code(e) or (interrupt.is(e) and interrupt.STATUS)
     if not code then
       io.stderr:write("perfev profile: ", args.script, ": ", tostring(e), "\n")
       code = 1

@@ -5,6 +5,7 @@
 --   perfev record [options] script.lua [args]
 --   perfev record [options] -p PID -- sleep SECONDS
 local run = require "perfev.cli.run"
+local interrupt = require "perfev.interrupt"
 
 local M = {}
 
@@ -90,6 +91,7 @@ function M.run(args)
   if (r.lost or 0) > 0 then
     io.stderr:write(("[ perfev record: %.0f samples lost ]\n"):format(r.lost))
   end
+  if r.interrupted then return interrupt.STATUS end
   return status
 end
 
