@@ -7,6 +7,8 @@
 #   make check      specs under ASan+UBSan, then under valgrind's leak check (budget: check-valgrind)
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
+#   make check-user the user's path: make install into a temporary prefix, every command,
+#                   output, example and recipe as README and doc/ write them (tools/check-user.sh)
 #   make install    PREFIX=/usr/local DESTDIR= (modules and bin/perfev) ; make uninstall ; make clean
 #   make static     build/libperfev.a ; make embed: examples/embed's host
 #   make core-luajit  the core for nginx's LuaJIT (examples/openresty)
@@ -465,6 +467,11 @@ examples: deps all embed
 	done
 	@echo "== examples/embed ($(LUA))"
 	LUA_PATH='$(RUN_LPATH);;' $(EMBED_HOST) examples/embed/game.lua 300
+
+# ---- the user's path: install into a temporary prefix, use as README and doc/ say ----
+.PHONY: check-user
+check-user: deps deps-rock all
+	bash tools/check-user.sh '$(LUA)' '$(LUAROCKS)'
 
 # ---- install ----
 install: all
