@@ -116,9 +116,9 @@ step "perfev profile -o p.data (perf report)" "$WORK" "perfev profile -o p.data 
 
 # ---- Ctrl-C ----
 step "Ctrl-C in perfev record: 130, file written" "$WORK" \
-  "timeout -s INT --preserve-status 1 perfev record -o int.data -- $LUA $APP 30 2> int.txt; test \$? = 130 && grep -q 'Captured and wrote' int.txt && perf report -i int.data --stdio 2>/dev/null | has Samples"
+  "$ROOT/tools/ctrl-c.sh 2 perfev record -o int.data -- $LUA $APP 30 2> int.txt; test \$? = 130 && grep -q 'Captured and wrote' int.txt && perf report -i int.data --stdio 2>/dev/null | has Samples"
 step "Ctrl-C in perfev profile: 130, profile written" "$WORK" \
-  "timeout -s INT --preserve-status 1 perfev profile -o int.folded $APP 30; test \$? = 130 && grep -q round_trip int.folded"
+  "$ROOT/tools/ctrl-c.sh 2 perfev profile -o int.folded $APP 30; test \$? = 130 && grep -q round_trip int.folded"
 
 # ---- the README's examples and examples/*.lua, from the prefix ----
 mkdir -p "$WORK/readme"

@@ -126,67 +126,66 @@ function M.record(opts)
     return nil, msg, errno
   end
   local summary = { output = type(output) == "string" and output or nil, pid = s.pid }
-  -- what existed before the events: the kernel, and a process already running
-  local pre = {}
-  if opts.kernel ~= false then pre[#pre + 1] = synth.kernel() end
-  if not opts.command then
-    for _, r in ipairs(synth.process(opts.pid or fs.own_pid(), { data = opts.mmap_data })) do
-      pre[#pre + 1] = r
-    end
-  end
-  for _, r in ipairs(pre) do
-    local ok, m, e = w:write(r)
-    if not ok then s:close(); w:close(); return nil, m, e end
-  end
   local ok, err, eno = true, nil, nil
-  if opts.fn then
-    local every = opts.drain_every == nil and DRAIN_EVERY or opts.drain_every
-    local hook, mask, count = debug.gethook()
-    local eok, m, e = s:enable()
-    if not eok then s:close(); w:close(); return nil, m, e end
-    if every then
-      debug.sethook(function()
-        if ok then ok, err, eno = drain(s, w) end
-      end, "", every)
+  -- The recording: what existed before the events (the kernel, a process
+  -- already running), then the run. Ctrl-C anywhere in it (perfev.interrupt)
+  -- ends it: what was recorded is written; a command got the SIGINT too and
+  -- is waited for below.
+  local function recording()
+    local pre = {}
+    if opts.kernel ~= false then pre[#pre + 1] = synth.kernel() end
+    if not opts.command then
+      for _, r in ipairs(synth.process(opts.pid or fs.own_pid(), { data = opts.mmap_data })) do
+        pre[#pre + 1] = r
+      end
     end
-    local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
-    debug.sethook(hook, mask, count)
-    s:disable()
-    if not res[1] and interrupt.is(res[2]) then
-      summary.interrupted = true   -- Ctrl-C: what was recorded is written
-    elseif not res[1] then
-      drain(s, w)
-      s:close()
-      w:close()
-      error(res[2], 0)
+    for _, r in ipairs(pre) do
+      ok, err, eno = w:write(r)
+      if not ok then return end
     end
-    summary.results = compat.table_pack(compat.table_unpack(res, 2, res.n))
-  else
-    if opts.pid then
-      local eok, m, e = s:enable()
-      if not eok then s:close(); w:close(); return nil, m, e end
+    if opts.fn or opts.pid then
+      ok, err, eno = s:enable()
+      if not ok then return end
+    end
+    if opts.fn then
+      local every = opts.drain_every == nil and DRAIN_EVERY or opts.drain_every
+      local hook, mask, count = debug.gethook()
+      if every then
+        debug.sethook(function()
+          if ok then ok, err, eno = drain(s, w) end
+        end, "", every)
+      end
+      local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
+      debug.sethook(hook, mask, count)
+      if not res[1] then error(res[2], 0) end
+      summary.results = compat.table_pack(compat.table_unpack(res, 2, res.n))
+      return
     end
     -- the wall clock of duration_ms: CLOCK_MONOTONIC, which no clock change moves
     local deadline = opts.duration_ms and core.clock_ns() + opts.duration_ms * 1000000
-    local function loop()
-      repeat
-        local _, hup = s:poll(POLL_MS)
-        if ok then ok, err, eno = drain(s, w) end
-        local late = deadline and core.clock_ns() >= deadline
-      until hup or late or not ok
-    end
-    local lok, lerr = pcall(loop)
-    if not lok and not interrupt.is(lerr) then
-      s:close()
-      w:close()
-      error(lerr, 0)
-    end
-    -- Ctrl-C: the recording ends there and is written; a command got the
-    -- SIGINT too and is waited for below
-    summary.interrupted = not lok or nil
-    s:disable()
+    repeat
+      local _, hup = s:poll(POLL_MS)
+      if ok then ok, err, eno = drain(s, w) end
+      local late = deadline and core.clock_ns() >= deadline
+    until hup or late or not ok
   end
+  local rok, rerr = pcall(recording)
+  s:disable()
+  if not rok and not interrupt.is(rerr) then
+    if ok then drain(s, w) end
+    s:close()
+    w:close()
+    if cmd_out then os.remove(cmd_out) end
+    error(rerr, 0)
+  end
+  summary.interrupted = not rok or nil
   if ok then ok, err, eno = drain(s, w) end
+  if not ok then
+    s:close()
+    w:close()
+    if cmd_out then os.remove(cmd_out) end
+    return nil, err, eno
+  end
   summary.lost = s:lost()
   if opts.command then
     local eok, how, code = s:wait()
@@ -197,7 +196,6 @@ function M.record(opts)
   end
   s:close()
   local st, cerr, ceno = w:close()
-  if not ok then return nil, err, eno end
   if not st then return nil, cerr, ceno end
   summary.samples, summary.records, summary.bytes = st.samples, st.records, st.bytes
   summary.types = st.types
