@@ -1,9 +1,13 @@
 -- examples/openresty for real: Debian's nginx with libnginx-mod-http-lua
--- (OpenResty's ngx_http_lua on LuaJIT) runs examples/openresty/nginx.conf
--- from its own prefix directory on 127.0.0.1 at a free port, takes 1000
--- requests, and serves perfev.resty's metrics, which promtool (Prometheus's
--- own parser and linter) checks. Whichever runtime runs the suite, nginx
--- loads the core built against LuaJIT (make core-luajit).
+-- (OpenResty's ngx_http_lua on LuaJIT) runs examples/openresty/nginx.conf,
+-- started as doc/openresty.md says (examples/openresty/run.sh) from its
+-- own prefix directory on 127.0.0.1 at a free port, takes 1000 requests,
+-- and serves perfev.resty's metrics, which promtool (Prometheus's own
+-- parser and linter) checks; bad /profile parameters are 400s; with the
+-- workers as nobody, perf_event_paranoid 2 and 1 (set, then restored). The
+-- exposition's values are checked outside nginx too. Whichever runtime
+-- runs the suite, nginx loads the core built against LuaJIT (make
+-- core-luajit).
 local shell = require "spec.support.shell"
 
 local REQUESTS = 1000
@@ -11,7 +15,6 @@ local CLIENTS = 4
 local WORKERS = 2        -- worker_processes in nginx.conf
 local EVENTS = 3         -- perfev.resty's default group
 
-local REPO = assert(os.getenv("PWD"))
 local NGINX = "/usr/sbin/nginx"
 local MODULE = "/usr/lib/nginx/modules/ngx_http_lua_module.so"
 
@@ -91,6 +94,130 @@ local function blocker()
   return nil
 end
 
+-- start(prefix[, env]) -> port, master | nil, nil, output: the recipe as
+-- doc/openresty.md writes it, `sh examples/openresty/run.sh PORT`, with its
+-- prefix directory in `prefix` (NGINX_PREFIX) and env prepended (e.g.
+-- "NGINX_USER=nobody"); a free port: nginx itself says when one is taken,
+-- another is tried then.
+local function start(prefix, env)
+  -- workers that are not root traverse the prefix directory
+  sh("chmod 755 " .. shell.quote(prefix))
+  local seed = tonumber(tostring(prefix):match("%w+$"), 36) or os.time()
+  local out, status
+  for try = 1, 20 do
+    local port = 20000 + (seed + try * 7919) % 40000
+    out, status = run(("NGINX_PREFIX=%s %s sh examples/openresty/run.sh %d")
+                      :format(shell.quote(prefix), env or "", port))
+    if status == 0 then
+      return port, tonumber(shell.read_file(prefix .. "/logs/nginx.pid")), out
+    end
+    if not out:find("Address already in use", 1, true) then break end
+  end
+  return nil, nil, out
+end
+
+-- stop(master): nginx stopped, waited for (its workers close their events)
+local function stop(master)
+  if not master then return end
+  sh("kill -QUIT " .. master)
+  eventually(function() return not shell.exists("/proc/" .. master) end)
+  if shell.exists("/proc/" .. master) then sh("kill -KILL " .. master) end
+end
+
+-- The workers of `master` once each holds its group of `events` perf fds.
+local function ready(master, events)
+  return eventually(function()
+    local t = workers(master)
+    if #t ~= WORKERS then return nil end
+    for _, w in ipairs(t) do if perf_fds(w) ~= events then return nil end end
+    return t
+  end)
+end
+
+-- The sample lines of an exposition text: { name, labels, value string }.
+local function samples(text)
+  local t = {}
+  for line in text:gmatch("[^\n]+") do
+    if not line:match("^#") then
+      local name, labels, value = line:match("^([%w_:]+)(%b{}) (%S+)$")
+      t[#t + 1] = { name = name, labels = labels, value = value, line = line }
+    end
+  end
+  return t
+end
+
+-- Whether a sample's value is in the shortest form that reads back as the
+-- same double (as Prometheus's clients print it): an error message or nil.
+local function not_shortest(sm)
+  local v = tonumber(sm.value)
+  if not v then return "not a number: " .. sm.line end
+  for d = 1, 17 do
+    local short = ("%." .. d .. "g"):format(v)
+    if tonumber(short) == v then
+      if #short < #sm.value then return sm.line .. ": " .. short .. " is shorter" end
+      return nil
+    end
+  end
+  return nil
+end
+
+-- The log lines at [error] or worse in an error.log, or nil.
+local function errors(log)
+  local t = {}
+  for line in log:gmatch("[^\n]+") do
+    if line:match("%[error%]") or line:match("%[crit%]") or line:match("%[alert%]") or line:match("%[emerg%]")
+       or line:match("stack traceback") then
+      t[#t + 1] = line
+    end
+  end
+  return #t > 0 and table.concat(t, "\n") or nil
+end
+
+describe("perfev.resty's exposition values", function()
+  -- outside nginx: an instance with this worker's own sums
+  local resty = require "perfev.resty"
+
+  it("are printed in the shortest form that reads back as the same double, seconds divided exactly", function()
+    local r = assert(resty.new {})
+    -- nanoseconds whose product with 1e-9 is not the double nearest the
+    -- decimal (208765965), and one where it is (543968089, issue 19's)
+    local ns = { ["/a"] = 208765965, ["/b"] = 543968089, ["/c"] = 1, ["/d"] = 123456789012345,
+                 ["/e"] = 3000000000 }
+    for uri, v in pairs(ns) do
+      r.sums["0\t" .. uri] = 1
+      r.sums["1\t" .. uri] = v
+      r.sums["2\t" .. uri] = v % 1000
+    end
+    local text = r:collect()
+    r:close()
+    local want = { ["/a"] = "0.208765965", ["/b"] = "0.543968089", ["/c"] = "1e-09",
+                   ["/d"] = "123456.789012345", ["/e"] = "3" }
+    for uri, v in pairs(ns) do
+      local got = text:match('\nperfev_request_task_clock_seconds_total{uri="' .. uri .. '"} (%S+)')
+      assert.are.equal(want[uri], got, text)
+      assert.are.equal(v / 1e9, tonumber(got))
+    end
+    for _, sm in ipairs(samples(text)) do assert.is_nil(not_shortest(sm)) end
+    if shell.have("promtool") then
+      local out, lint = run(("printf '%%s' %s | promtool check metrics"):format(shell.quote(text)))
+      assert.are.equal(0, lint, out)
+    end
+  end)
+
+  it("says what each event counts, and returns a bad event name rather than raising", function()
+    local r = assert(resty.new {})
+    local text = r:collect()
+    r:close()
+    for _, ev in ipairs(resty.DEFAULT_EVENTS) do
+      assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user,kernel"} 1\n',
+                     text, nil, false)
+    end
+    local inst, err = resty.new { events = { "task-clok" } }
+    assert.is_nil(inst)
+    assert.matches("^perfev%.resty: .*unknown event 'task%-clok' %(did you mean 'task%-clock'%?%)", err)
+  end)
+end)
+
 describe("examples/openresty: perfev.resty in nginx", function()
   local why = blocker()
   if why then
@@ -101,46 +228,23 @@ describe("examples/openresty: perfev.resty in nginx", function()
   local prefix, port, master
   setup(function()
     prefix = shell.tmpdir()
-    local out, status = run(("mkdir -p %s/logs %s/lib && ln -s %s/lua %s/lua && ln -s %s/build/luajit/perfev %s"
-                             .. " && ln -s %s/examples/openresty %s/app")
-      :format(prefix, prefix, REPO, prefix, REPO, prefix .. "/lib/perfev", REPO, prefix))
-    assert(status == 0, out)
-    local conf = assert(shell.read_file(REPO .. "/examples/openresty/nginx.conf"))
-    assert(select(2, conf:gsub("listen 127%.0%.0%.1:8080;", "")) == 1, "nginx.conf has one listen 127.0.0.1:8080")
-    -- a free port: nginx itself says when one is taken; try another then
-    local seed = tonumber(tostring(prefix):match("%w+$"), 36) or os.time()
-    for try = 1, 20 do
-      port = 20000 + (seed + try * 7919) % 40000
-      write(prefix .. "/nginx.conf", (conf:gsub("listen 127%.0%.0%.1:8080;", "listen 127.0.0.1:" .. port .. ";")))
-      -- as root the workers would switch to nobody, to whom this machine's
-      -- perf_event_paranoid may refuse kernel-side counts (doc/openresty.md)
-      out, status = run(("%s -p %s -c %s/nginx.conf -g 'user root;'"):format(NGINX, prefix, prefix))
-      if status == 0 or not out:find("Address already in use", 1, true) then break end
-    end
-    assert(status == 0, out)
-    master = tonumber(eventually(function() return shell.read_file(prefix .. "/logs/nginx.pid") end))
-    assert(master, "nginx wrote no pid file")
+    local out
+    port, master, out = start(prefix)
+    assert(master, out)
   end)
 
   teardown(function()
-    if master then
-      sh("kill -QUIT " .. master)
-      eventually(function() return not shell.exists("/proc/" .. master) end)
-      if shell.exists("/proc/" .. master) then sh("kill -KILL " .. master) end
-    end
+    stop(master)
     shell.rmdir(prefix)
   end)
 
   it("serves 1000 requests with no error, constant fds per worker, and counts that grow with the work", function()
-    -- every worker has run init_worker_by_lua and holds its group
-    local ws = eventually(function()
-      local t = workers(master)
-      if #t ~= WORKERS then return nil end
-      for _, w in ipairs(t) do if perf_fds(w) ~= EVENTS then return nil end end
-      return t
-    end)
+    -- every worker has run init_worker_by_lua and holds its group; run.sh
+    -- started as root runs them as root, where every event counts
+    local ws = ready(master, EVENTS)
     assert(ws, "nginx did not start " .. WORKERS .. " workers holding " .. EVENTS .. " perf fds each: "
            .. (shell.read_file(prefix .. "/logs/error.log") or ""))
+    for _, w in ipairs(ws) do assert.are.equal("root", shell.trim(sh("ps -o user= -p " .. w))) end
     local before = {}
     for _, w in ipairs(ws) do before[w] = fds(w) end
 
@@ -207,8 +311,21 @@ describe("examples/openresty: perfev.resty in nginx", function()
     -- heavy sleeps 1 ms: its worker blocks at least once
     assert.is_true(cs_h >= 1 and cs_h > cs_l, ("context switches per request: heavy %g, light %g"):format(cs_h, cs_l))
 
+    -- every event counts in the kernel too, and each value is printed in
+    -- its shortest form (seconds: nanoseconds / 1e9, no float noise)
+    for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
+      assert.matches('\n' .. P .. 'event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user,kernel"} 1\n',
+                     text, nil, false)
+    end
+    for _, sm in ipairs(samples(text)) do
+      assert.is_nil(not_shortest(sm))
+      if sm.name:match("seconds_total$") then
+        assert.is_true(#sm.value <= 16, sm.line)   -- < 1e6 s, in ns: at most 15 digits and a point
+      end
+    end
+
     local log = shell.read_file(prefix .. "/logs/error.log") or ""
-    assert.is_nil(log:match("%[error%][^\n]*") or log:match("%[crit%][^\n]*") or log:match("%[alert%][^\n]*"))
+    assert.is_nil(errors(log))
 
     local fd_text = {}
     for _, w in ipairs(ws) do fd_text[#fd_text + 1] = ("%d: %d -> %d"):format(w, before[w], after[w]) end
@@ -266,6 +383,10 @@ describe("examples/openresty: perfev.resty in nginx", function()
     assert.is_true((cheap + dear) / all >= 0.5, ("%.3f"):format((cheap + dear) / all))
     assert.equal(0, other_loc)
     assert.matches("main chunk %(content_by_lua%(nginx%.conf:%d+%)%);split %(", folded)
+    -- the paths as the files are: lua_package_path's ${prefix}app/ (nginx's
+    -- prefix ends with a slash), no openresty//app/
+    assert.matches(";cheap %(" .. prefix:gsub("%p", "%%%0") .. "/app/handlers%.lua:%d+%)", folded)
+    assert.is_nil(folded:find("//", 1, true), folded)
 
     -- the same profile as speedscope JSON, and the text report
     local json = run("curl -s '" .. base .. "/profile?format=speedscope'")
@@ -277,6 +398,119 @@ describe("examples/openresty: perfev.resty in nginx", function()
     local text = run("curl -s '" .. base .. "/profile?format=text'")
     assert.matches("# perfev profile: Lua functions on event 'cpu%-clock'", text)
     local log = shell.read_file(prefix .. "/logs/error.log") or ""
-    assert.is_nil(log:match("%[error%][^\n]*") or log:match("%[crit%][^\n]*") or log:match("%[alert%][^\n]*"))
+    assert.is_nil(errors(log))
+  end)
+
+  it("answers every bad /profile parameter with a 400 and perfev's message, never a 500", function()
+    local base = "http://127.0.0.1:" .. port
+    local cases = {
+      { "n=10&loc=/work/split&event=cpu-clok", "unknown event 'cpu-clok' (did you mean 'cpu-clock'?)" },
+      { "n=10&loc=/work/split&event=", "expected an event" },
+      { "n=10&loc=/work/split&event=cpu-clock:u:x", "unexpected ':'" },
+      { "n=10&loc=/work/split&freq=-5", "option 'freq' must be a positive integer" },
+      { "n=10&loc=/work/split&freq=1.5", "option 'freq' must be a positive integer" },
+      { "n=10&loc=/work/split&period=0", "option 'period' must be a positive integer" },
+      { "n=10&loc=/work/split&freq=abc", "freq must be a number, got 'abc'" },
+      { "n=10&loc=/work/split&freq=99&period=5", "give freq or period, not both" },
+      { "n=10&loc=/work/split&event=cpu-clock&event=task-clock", "event is given more than once" },
+      { "n&loc=/work/split", "n needs a value" },
+      { "n=0&loc=/work/split", "n must be a positive integer" },
+      { "n=10&loc=work", "loc must be a path" },
+      { "format=flame", "format must be folded, speedscope, svg or text" },
+    }
+    for _, c in ipairs(cases) do
+      local out = run(("curl -s -w '\\n%%{http_code}' '%s/profile?%s'"):format(base, c[1]))
+      local body, code = out:match("^(.*)\n(%d+)%s*$")
+      assert.are.equal("400", code, c[1] .. ": " .. out)
+      assert.matches("^perfev%.resty: ", body, nil, false, c[1])
+      assert.matches(c[2], body, 1, true, c[1])
+    end
+    local log = shell.read_file(prefix .. "/logs/error.log") or ""
+    assert.is_nil(errors(log))
+  end)
+end)
+
+-- The workers as an unprivileged user: kernel.perf_event_paranoid decides.
+-- At 2 the events fall back to user space only, which error.log and the
+-- event_info gauge say; at 1 every event counts. The level is set for the
+-- test and restored after it, whatever happens.
+describe("examples/openresty with workers as nobody", function()
+  local why = blocker()
+  local PARANOID = "/proc/sys/kernel/perf_event_paranoid"
+  local saved = shell.trim(shell.read_file(PARANOID) or "")
+  if not why and select(2, run("echo '" .. saved .. "' > " .. PARANOID)) ~= 0 then
+    why = "cannot write " .. PARANOID .. " here (not root, or a container)"
+  end
+  if why then
+    pending(why)
+    return
+  end
+
+  -- body(base, prefix, master) with nginx started as NGINX_USER=nobody at
+  -- perf_event_paranoid `level`; nginx stopped and the level restored after
+  local function with_nobody(level, body)
+    local prefix = shell.tmpdir()
+    local master
+    local ok, err = pcall(function()
+      local _, st = run("echo " .. level .. " > " .. PARANOID)
+      assert.are.equal(0, st)
+      local port, out
+      port, master, out = start(prefix, "NGINX_USER=nobody")
+      assert(master, out)
+      assert.matches("workers as nobody", out, 1, true)
+      local ws = ready(master, EVENTS)
+      assert(ws, "no workers holding their events: " .. (shell.read_file(prefix .. "/logs/error.log") or ""))
+      for _, w in ipairs(ws) do assert.are.equal("nobody", shell.trim(sh("ps -o user= -p " .. w))) end
+      local base = "http://127.0.0.1:" .. port
+      for _ = 1, 10 do run("curl -s -o /dev/null " .. base .. "/work/heavy") end
+      body(base, prefix)
+    end)
+    stop(master)
+    run("echo " .. saved .. " > " .. PARANOID)
+    shell.rmdir(prefix)
+    assert.are.equal(saved, shell.trim(shell.read_file(PARANOID) or ""))
+    if not ok then error(err, 0) end
+  end
+
+  it("at perf_event_paranoid 2: counts user space only, and says so in error.log and /metrics", function()
+    with_nobody(2, function(base, prefix)
+      local log = shell.read_file(prefix .. "/logs/error.log") or ""
+      local said = 0
+      for line in log:gmatch("[^\n]+") do
+        if line:find("[error]", 1, true) and line:find("perfev.resty: task-clock, page-faults, context-switches "
+                                                       .. "count user space only", 1, true) then
+          assert.matches("uid 65534 (nobody), at kernel.perf_event_paranoid 2", line, 1, true)
+          assert.matches("user root;", line, 1, true)
+          said = said + 1
+        end
+      end
+      assert.are.equal(WORKERS, said, log)   -- once per worker
+      local text = run("curl -s " .. base .. "/metrics")
+      for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
+        assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user"} 1\n',
+                       text, nil, false)
+      end
+      -- what the scope means: the sleeping requests' context switches count 0
+      assert.are.equal(10, metric(text, "perfev_request_requests_total", "/work/heavy"), text)
+      assert.are.equal(0, metric(text, "perfev_request_context_switches_total", "/work/heavy"), text)
+      assert.is_true(metric(text, "perfev_request_task_clock_seconds_total", "/work/heavy") > 0, text)
+      -- a profile session: opened, or a 400 with the kernel's refusal
+      local out = run(("curl -s -w '\\n%%{http_code}' '%s/profile?n=1&loc=/work/split'"):format(base))
+      local body, code = out:match("^(.*)\n(%d+)%s*$")
+      assert.is_true(code == "200" or code == "400" and body:find("perf_event_paranoid is 2", 1, true) ~= nil, out)
+    end)
+  end)
+
+  it("at perf_event_paranoid 1: every event counts, and nothing is logged", function()
+    with_nobody(1, function(base, prefix)
+      local log = shell.read_file(prefix .. "/logs/error.log") or ""
+      assert.is_nil(errors(log))
+      local text = run("curl -s " .. base .. "/metrics")
+      for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
+        assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user,kernel"} 1\n',
+                       text, nil, false)
+      end
+      assert.is_true(metric(text, "perfev_request_context_switches_total", "/work/heavy") >= 10, text)
+    end)
   end)
 end)

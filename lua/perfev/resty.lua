@@ -16,6 +16,8 @@
 -- that run meanwhile, and their work lands in its difference too: the sums
 -- stay exact, a single request's share is exact only when it runs alone.
 local perfev = require "perfev"
+local options = require "perfev.options"
+local fs = require "perfev.fs"
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
@@ -23,10 +25,11 @@ local mt = { __index = _M }
 _M.DEFAULT_EVENTS = { "task-clock", "page-faults", "context-switches" }
 
 -- How an event shows in Prometheus: metric name (before _total), help, and
--- the factor from the kernel's unit to the metric's base unit.
+-- the divisor from the kernel's unit to the metric's base unit (a division:
+-- 208765965 / 1e9 is the double nearest 0.208765965, 208765965 * 1e-9 is not).
 local METRICS = {
-  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)", 1e-9 },
-  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)", 1e-9 },
+  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)", 1e9 },
+  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)", 1e9 },
   ["page-faults"] = { "page_faults", "Page faults taken while the requests ran", 1 },
   ["context-switches"] = { "context_switches", "Context switches of the worker while the requests ran", 1 },
   ["cpu-migrations"] = { "cpu_migrations", "CPU migrations of the worker while the requests ran", 1 },
@@ -36,6 +39,47 @@ local function metric_of(ev)
   local m = METRICS[ev]
   if m then return m[1], m[2], m[3] end
   return (ev:gsub("[^%w_]", "_")), "perf event " .. ev .. " counted while the requests ran", 1
+end
+
+-- What each kernel member of the group counts: "user,kernel", "user" or
+-- "kernel" (its attr's exclude_user / exclude_kernel), by event name; and
+-- the events that count user space only because the kernel refused more
+-- (perfev.open's exclude_kernel fallback, taken as perf stat takes it).
+local function scopes(g, events)
+  local by, fell = {}, {}
+  local function on(v) return v == 0 or v == false end
+  for _, i in ipairs(g.kernel) do
+    local ev = g.list[i]
+    local a = ev:attr()
+    local where = {}
+    if on(a.exclude_user) then where[#where + 1] = "user" end
+    if on(a.exclude_kernel) then where[#where + 1] = "kernel" end
+    by[events[i]] = table.concat(where, ",")
+    if (ev:data().fallback or ""):find("exclude_kernel", 1, true) then fell[#fell + 1] = events[i] end
+  end
+  return by, fell
+end
+
+-- The fallback changes what is measured (context switches, which happen
+-- in the kernel, count 0): said once per worker in error.log, at ngx.ERR
+-- (nginx's default error_log level), with who the worker is and what to do.
+local function log_user_only(names)
+  local log = rawget(_G, "ngx") and ngx.log
+  if not log then return end
+  local uid = (fs.read("/proc/self/status") or ""):match("\nUid:%s*(%d+)") or "?"
+  local user = "?"
+  for name, id in (fs.read("/etc/passwd") or ""):gmatch("([^:\n]*):[^:\n]*:(%d+):[^\n]*") do
+    if id == uid then
+      user = name
+      break
+    end
+  end
+  local level = (fs.read("/proc/sys/kernel/perf_event_paranoid") or "?"):match("%-?%d+") or "?"
+  log(ngx.ERR, ("perfev.resty: %s count user space only (the kernel refused counting in the kernel to this "
+                .. "worker, uid %s (%s), at kernel.perf_event_paranoid %s): what happens in the kernel, context "
+                .. "switches among it, counts 0; run the workers as root (user root;), or lower the level to 1 "
+                .. "(sysctl -w kernel.perf_event_paranoid=1), or ask for user space only (task-clock:u, ...) "
+                .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
 -- resty.new{ events =, dict =, prefix =, label = } -> instance | nil, err
@@ -59,7 +103,10 @@ function _M.new(opts)
   if opts.label ~= nil and type(opts.label) ~= "function" then
     return nil, "perfev.resty: option 'label' must be a function"
   end
-  local g, err = perfev.group(events)
+  -- a bad event name raises in perfev.group: here it is returned, as every
+  -- lua-resty call does
+  local ok, g, err = pcall(perfev.group, events)
+  if not ok then return nil, "perfev.resty: " .. options.strip_where(g) end
   if not g then return nil, "perfev.resty: " .. tostring(err) end
   g:enable()
   local self = setmetatable({
@@ -67,6 +114,8 @@ function _M.new(opts)
     dict = dict, dict_name = opts.dict, sums = {}, labels = {},
     prefix = opts.prefix or "perfev_request_", label = opts.label,
   }, mt)
+  self.scopes, self.user_only = scopes(g, events)
+  if #self.user_only > 0 then log_user_only(self.user_only) end
   return self
 end
 
@@ -136,8 +185,18 @@ local function escape(s)
   return (s:gsub("[\\\"\n]", { ["\\"] = "\\\\", ['"'] = '\\"', ["\n"] = "\\n" }))
 end
 
+-- A sample value as Prometheus's clients print it: an integer as one, a
+-- float in the shortest form that reads back as the same double (0.543968089,
+-- not 0.54396808900000004), NaN and infinities as the format spells them.
 local function number(v)
+  if v ~= v then return "NaN" end
+  if v == math.huge then return "+Inf" end
+  if v == -math.huge then return "-Inf" end
   if v == math.floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return ("%.0f"):format(v) end
+  for digits = 15, 16 do
+    local s = ("%." .. digits .. "g"):format(v)
+    if tonumber(s) == v then return s end
+  end
   return ("%.17g"):format(v)
 end
 
@@ -168,19 +227,29 @@ function _M.collect(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
   local by, out = sums(self), {}
-  local function family(name, help, values, scale)
+  local function family(name, help, values, divisor)
     out[#out + 1] = ("# HELP %s %s\n# TYPE %s counter\n"):format(name, help, name)
     local labels = {}
     for label in pairs(values or {}) do labels[#labels + 1] = label end
     table.sort(labels)
     for _, label in ipairs(labels) do
-      out[#out + 1] = ('%s{uri="%s"} %s\n'):format(name, escape(label), number(values[label] * scale))
+      out[#out + 1] = ('%s{uri="%s"} %s\n'):format(name, escape(label), number(values[label] / divisor))
     end
   end
   family(self.prefix .. "requests_total", "Requests measured by perfev", by[0], 1)
   for i, ev in ipairs(self.events) do
-    local name, help, scale = metric_of(ev)
-    family(self.prefix .. name .. "_total", help, by[i], scale)
+    local name, help, divisor = metric_of(ev)
+    family(self.prefix .. name .. "_total", help, by[i], divisor)
+  end
+  -- what each event counts in this worker: scope="user" when the kernel
+  -- refused counting in the kernel (error.log says so at init)
+  local info = self.prefix .. "event_info"
+  out[#out + 1] = ("# HELP %s What each event counts: scope user,kernel, or user only (the kernel refused "
+                   .. "more: doc/openresty.md, Permissions)\n# TYPE %s gauge\n"):format(info, info)
+  for _, ev in ipairs(self.events) do
+    if self.scopes[ev] then
+      out[#out + 1] = ('%s{event="%s",scope="%s"} 1\n'):format(info, escape(ev), self.scopes[ev])
+    end
   end
   return table.concat(out)
 end
@@ -215,8 +284,9 @@ function mt.__tostring(self)
   for key in pairs(self.sums) do if key:match("^0\t") then labels = labels + 1 end end
   local where = self.dict and ("dict %s"):format(self.dict_name or "?")
                 or ("%d labels in this worker"):format(labels)
-  return ("perfev.resty (%s; %s)%s"):format(table.concat(self.events, ", "), where,
-                                            self.g and "" or " closed")
+  local user = #self.user_only > 0 and ("; user space only: " .. table.concat(self.user_only, ", ")) or ""
+  return ("perfev.resty (%s; %s%s)%s"):format(table.concat(self.events, ", "), where, user,
+                                              self.g and "" or " closed")
 end
 
 -- Closes this instance's events (a worker's are closed when it exits).

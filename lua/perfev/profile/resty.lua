@@ -24,6 +24,7 @@
 -- nil and a message: nothing raises on a request path.
 -- luacheck: globals ngx
 local perfev = require "perfev"
+local options = require "perfev.options"
 local folded = require "perfev.profile.folded"
 local output = require "perfev.profile.output"
 
@@ -43,18 +44,68 @@ local function dict(opts)
   return d
 end
 
--- start(d, loc, n, event, freq, period) -> a new session: the stacks of the
--- last one are dropped.
-local function new_session(d, args)
-  local n = tonumber(args.n)
-  if not n or n < 1 or n ~= math.floor(n) then return nil, "n must be a positive integer" end
-  if type(args.loc) ~= "string" or args.loc:sub(1, 1) ~= "/" then return nil, "loc must be a path (/...)" end
-  local freq, period = tonumber(args.freq), tonumber(args.period)
-  if freq and period then return nil, "give freq or period, not both" end
-  local event = type(args.event) == "string" and args.event or "cpu-clock"
+-- open(o) -> perfev.profile(o), warnings | nil, message. What perfev.profile
+-- raises for a mistake (an unknown event, with its "did you mean", a bad
+-- rate) comes back as its message, without the position: nothing raises on
+-- a request path. Its warnings (a rate above the kernel's limit) go to
+-- error.log and come back in a list.
+local function open(o)
+  local warnings = {}
+  local previous = perfev.on_warning(function(m) warnings[#warnings + 1] = m end)
+  local ok, p, err = pcall(perfev.profile, o)
+  perfev.on_warning(previous)
+  for _, m in ipairs(warnings) do ngx.log(ngx.WARN, "perfev: ", m) end
+  if not ok then return nil, options.strip_where(p) end
+  if not p then return nil, tostring(err) end
+  return p, warnings
+end
+
+-- param(args, name) -> the query argument's string | nil | false, message
+-- (given twice, or without a value)
+local function param(args, name)
+  local v = args[name]
+  if type(v) == "table" then return false, name .. " is given more than once" end
+  if v == true then return false, name .. " needs a value (" .. name .. "=...)" end
+  return v
+end
+
+-- The arguments of a new session, checked: { n, loc, event, freq, period }
+-- | nil, message.
+local function session_args(args)
+  local t = {}
+  for _, name in ipairs { "n", "loc", "event", "freq", "period" } do
+    local v, msg = param(args, name)
+    if v == false then return nil, msg end
+    t[name] = v
+  end
+  local n = tonumber(t.n)
+  if not n or n < 1 or n ~= math.floor(n) then
+    return nil, "n must be a positive integer, got " .. (t.n and ("'" .. t.n .. "'") or "none")
+  end
+  t.n = n
+  if not t.loc or t.loc:sub(1, 1) ~= "/" then return nil, "loc must be a path (/...)" end
+  for _, name in ipairs { "freq", "period" } do
+    if t[name] ~= nil then
+      local v = tonumber(t[name])
+      if not v then return nil, ("%s must be a number, got '%s'"):format(name, t[name]) end
+      t[name] = v
+    end
+  end
+  if t.freq and t.period then return nil, "give freq or period, not both" end
+  t.event = t.event or "cpu-clock"
+  return t
+end
+
+-- new_session(d, args) -> sid, warnings | nil, message: a new session (the
+-- stacks of the last one are dropped).
+local function new_session(d, query)
+  local args, msg = session_args(query)
+  if not args then return nil, msg end
+  local n, event, freq, period = args.n, args.event, args.freq, args.period
   -- the event and rate must open here: the error now, not in a request
-  local p, err = perfev.profile { event = event, freq = freq, period = period }
+  local p, err = open { event = event, freq = freq, period = period }
   if not p then return nil, err end
+  local warnings = err
   local unit = p.unit
   freq, period = p.freq, p.period      -- the default rate when neither was given
   p:close()
@@ -67,7 +118,7 @@ local function new_session(d, args)
     ok, err = d:set(k, v)
     if not ok then return nil, err end
   end
-  return sid
+  return sid, warnings
 end
 
 local function close_worker()
@@ -97,7 +148,7 @@ function M.start(opts)
   if not p then
     local freq, period = d:get("freq"), d:get("period")
     local msg
-    p, msg = perfev.profile { event = d:get("event"), freq = freq or nil, period = period or nil }
+    p, msg = open { event = d:get("event"), freq = freq or nil, period = period or nil }
     if not p then
       d:incr("left", 1)
       return nil, "perfev.resty: " .. tostring(msg)
@@ -198,10 +249,13 @@ function M.serve(opts)
     local sid, msg = new_session(d, args)
     if not sid then
       ngx.status = 400
+      ngx.header["Content-Type"] = "text/plain"
       ngx.say("perfev.resty: ", msg)
       return
     end
+    ngx.header["Content-Type"] = "text/plain"
     ngx.print(status(d))
+    for _, w in ipairs(msg) do ngx.say("perfev: warning: ", w) end
     return
   end
   ngx.header["X-Perfev-Done"] = ("%.0f"):format(d:get("done") or 0)
@@ -217,9 +271,15 @@ function M.serve(opts)
     ngx.say("perfev.resty: format must be folded, speedscope, svg or text")
     return
   end
-  local p = M.profile(opts)
+  local ok, text = pcall(function() return output.format(assert(M.profile(opts)), fmt) end)
+  if not ok then
+    ngx.log(ngx.ERR, "perfev.resty: ", text)
+    ngx.status = 500
+    ngx.say("perfev.resty: ", options.strip_where(text))
+    return
+  end
   ngx.header["Content-Type"] = M.FORMATS[fmt]
-  ngx.print(output.format(p, fmt))
+  ngx.print(text)
 end
 
 return M
