@@ -474,22 +474,31 @@ check-user: deps deps-rock all
 	bash tools/check-user.sh '$(LUA)' '$(LUAROCKS)'
 
 # ---- install ----
-install: all
+INSTALL_MAN ?= $(PREFIX)/share/man/man1
+INSTALL_DOC ?= $(PREFIX)/share/doc/perfev
+DOCS := README.md $(sort $(wildcard doc/*.md))
+
+# The man page, made from the command's own parser (what --help says).
+build/perfev.1: tools/gen-man.lua $(LUA_MODS) $(CORE)
+	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) tools/gen-man.lua > $@.tmp
+	mv $@.tmp $@
+
+install: all build/perfev.1
 	sh tools/install.sh install '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)' $(CORE) $(LUA_MODS)
 	@# the perfev command, its first line naming the Lua it was built for, and
 	@# where its modules are (without DESTDIR: where they will be once packaged)
-	@mkdir -p build
+	@mkdir -p build/bin
 	sed -e '1s|.*|#!$(if $(findstring /,$(LUA)),$(LUA),/usr/bin/env $(LUA))|' \
 	    -e 's|^local installed = nil .*|local installed = { lmod = [[$(INSTALL_LMOD)]], cmod = [[$(INSTALL_CMOD)]] }|' \
-	    bin/perfev > build/perfev.bin
-	@d='$(DESTDIR)$(INSTALL_BIN)'; if [ ! -d "$$d" ]; then mkdir -p "$$d"; \
-	  echo "$$d" >> '$(DESTDIR)$(INSTALL_LMOD)/perfev/.installed-dirs'; fi
-	install -m 0755 build/perfev.bin '$(DESTDIR)$(INSTALL_BIN)/perfev'
+	    bin/perfev > build/bin/perfev
+	sh tools/install.sh files '$(DESTDIR)$(INSTALL_LMOD)' '$(DESTDIR)$(INSTALL_BIN)' 0755 build/bin/perfev
+	sh tools/install.sh files '$(DESTDIR)$(INSTALL_LMOD)' '$(DESTDIR)$(INSTALL_MAN)' 0644 build/perfev.1
+	sh tools/install.sh files '$(DESTDIR)$(INSTALL_LMOD)' '$(DESTDIR)$(INSTALL_DOC)' 0644 $(DOCS)
 
 # Removes what install put there and the directories it created.
 uninstall:
-	rm -f '$(DESTDIR)$(INSTALL_BIN)/perfev'
-	sh tools/install.sh uninstall '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)'
+	sh tools/install.sh uninstall '$(DESTDIR)$(INSTALL_CMOD)' '$(DESTDIR)$(INSTALL_LMOD)' \
+	  '$(DESTDIR)$(INSTALL_BIN)/perfev' '$(DESTDIR)$(INSTALL_MAN)/perfev.1' $(patsubst %,'$(DESTDIR)$(INSTALL_DOC)/%',$(notdir $(DOCS)))
 
 clean:
 	rm -rf build

@@ -103,6 +103,41 @@ describe("the perfev command on the user's path", function()
     end)
   end)
 
+  describe("a script's error", function()
+    local ERR = [[local t = {} for i = 1, 200000 do t[i] = tostring(i) end
+local function inner() error("boom") end
+local function outer() inner() end
+outer()]]
+    before_each(function()
+      local f = assert(io.open(dir .. "/err.lua", "w"))
+      f:write(ERR)
+      f:close()
+    end)
+
+    -- each subcommand: status 1, the error with the script's traceback
+    -- (down to its main chunk, none of perfev's frames), what it measured
+    for _, c in ipairs { { "stat -e task-clock", "task%-clock" }, { "record -o e.data", "Captured and wrote" },
+                         { "profile -o e.folded", "written to e.folded" } } do
+      it("perfev " .. c[1] .. ": status 1, the traceback, what was measured", function()
+        local out, status = run("cd " .. dir .. " && " .. perfev(c[1] .. " err.lua"))
+        assert.are.equal(1, status, out)
+        assert.truthy(out:find("err.lua:2: boom\nstack traceback:\n", 1, true), out)
+        assert.truthy(out:find("err.lua:3: in ", 1, true), out)
+        assert.truthy(out:find("err.lua:4: in main chunk\n", 1, true), out)
+        assert.falsy(out:find("perfev/", 1, true), out)
+        assert.truthy(out:match(c[2]), out)
+      end)
+    end
+
+    it("a script that cannot be opened is 127 in every subcommand", function()
+      for _, c in ipairs { "stat", "record", "profile" } do
+        local out, status = run(perfev(c .. " " .. dir .. "/nosuch.lua"))
+        assert.are.equal(127, status, c .. ": " .. out)
+        assert.truthy(out:find("nosuch.lua", 1, true), out)
+      end
+    end)
+  end)
+
   it("says which Lua a core was built for when another Lua loads it", function()
     -- the other runtime's core: LuaJIT's under PUC Lua, and the reverse
     local jit = rawget(_G, "jit") ~= nil

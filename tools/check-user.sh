@@ -69,6 +69,7 @@ step "perfev --help" "$WORK" "perfev --help | has 'profile'"
 for c in stat record report list profile; do
   step "perfev $c --help, perfev help $c" "$WORK" "perfev $c --help | has 'Usage: perfev $c' && perfev help $c | has 'Usage: perfev $c'"
 done
+step "man perfev, the installed docs" "$WORK" "MANPATH=$PREFIX/share/man man perfev | has 'PERFEV PROFILE' && test -f $PREFIX/share/doc/perfev/cli.md"
 step "perfev nosuch: a usage error (129)" "$WORK" "perfev nosuch; test \$? = 129"
 
 # ---- stat ----

@@ -2,7 +2,8 @@
 # tools/install.sh: what `make install` and `make uninstall` do.
 #
 #   install.sh install   CMOD LMOD CORE.so lua/perfev/a.lua ...
-#   install.sh uninstall CMOD LMOD
+#   install.sh files     LMOD DIR MODE FILE ...   (FILEs into DIR: bin, man page, docs)
+#   install.sh uninstall CMOD LMOD [FILE ...]     (FILEs: what `files` installed)
 #
 # CMOD/perfev/core.so and LMOD/<module path> are installed; every directory
 # that did not exist is created and listed in LMOD/perfev/.installed-dirs,
@@ -10,7 +11,31 @@
 # created (deepest first), and nothing that was there before.
 set -eu
 
-cmd=$1 cmod=$2 lmod=$3
+cmd=$1
+created=$(mktemp)
+trap 'rm -f "$created"' EXIT
+# mkd DIR: creates DIR and its missing parents, listing each one
+mkd() {
+  if [ ! -d "$1" ]; then
+    mkd "$(dirname "$1")"
+    mkdir "$1"
+    echo "$1" >> "$created"
+  fi
+}
+
+if [ "$cmd" = files ]; then
+  lmod=$2 dir=$3 mode=$4
+  shift 4
+  mkd "$dir"
+  for f in "$@"; do
+    echo "install -m $mode $f $dir/$(basename "$f")"
+    install -m "$mode" "$f" "$dir/$(basename "$f")"
+  done
+  if [ -s "$created" ]; then cat "$created" >> "$lmod/perfev/.installed-dirs"; fi
+  exit 0
+fi
+
+cmod=$2 lmod=$3
 shift 3
 manifest=$lmod/perfev/.installed-dirs
 
@@ -18,16 +43,6 @@ case $cmd in
 install)
   core=$1
   shift
-  created=$(mktemp)
-  trap 'rm -f "$created"' EXIT
-  # mkd DIR: creates DIR and its missing parents, listing each one
-  mkd() {
-    if [ ! -d "$1" ]; then
-      mkd "$(dirname "$1")"
-      mkdir "$1"
-      echo "$1" >> "$created"
-    fi
-  }
   mkd "$cmod/perfev"
   echo "install -m 0755 $core $cmod/perfev/core.so"
   install -m 0755 "$core" "$cmod/perfev/core.so"
@@ -42,7 +57,7 @@ install)
   touch "$manifest"
   ;;
 uninstall)
-  rm -f "$cmod/perfev/core.so"
+  rm -f "$cmod/perfev/core.so" "$@"
   if [ -d "$lmod/perfev" ]; then
     find "$lmod/perfev" -name '*.lua' -type f -exec rm -f {} +
   fi

@@ -161,14 +161,20 @@ end
 
 -- p:run(fn, ...) -> fn's results. The samples are fn's: frames below it
 -- (the caller, this module) are left out. fn's error is raised again after
--- the profiler stopped (the profile is kept).
+-- the profiler stopped (the profile is kept); p.traceback is then the
+-- traceback where it was raised (a string error's), nil otherwise.
 function Profiler:run(fn, ...)
   options.arg(fn, "function", "perfev.profile: run", "fn")
-  -- the samples' frames below this function's pcall are the caller's
+  -- the samples' frames below this function's xpcall are the caller's
   local info = debug.getinfo(1, "S")
   self.root = { source = info.short_src, linedefined = info.linedefined }
+  self.traceback = nil
+  local function keep_traceback(e)
+    if type(e) == "string" then self.traceback = debug.traceback(e, 2) end
+    return e
+  end
   self:start()
-  local res = pack(pcall(fn, ...))
+  local res = pack(xpcall(fn, keep_traceback, ...))
   self:stop()
   if not res[1] then error(res[2], 0) end
   return unpack(res, 2, res.n)

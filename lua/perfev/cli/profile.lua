@@ -10,6 +10,7 @@ M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs,
 
 local output = require "perfev.profile.output"
 local interrupt = require "perfev.interrupt"
+local run = require "perfev.cli.run"
 
 function M.configure(cmd)
   cmd:option("-e --event", "The event to sample on (perf's names: cpu-clock, task-clock, "
@@ -58,7 +59,7 @@ function M.run(args)
   if not fmt then return err(msg) end
   local chunk
   chunk, msg = loadfile(args.script)
-  if not chunk then return err(msg) end
+  if not chunk then err(msg) return 127 end   -- as perfev stat and record
   local perfev = require "perfev"
   local ok, p, errno
   ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
@@ -76,8 +77,8 @@ function M.run(args)
   local code = 0
   if not sok then
     code = exit_code(e) or (interrupt.is(e) and interrupt.STATUS)
-    if not code then
-      io.stderr:write("perfev profile: ", args.script, ": ", tostring(e), "\n")
+    if not code then   -- as lua prints it: the message and the script's traceback
+      io.stderr:write("perfev profile: ", p.traceback and run.script_traceback(p.traceback) or tostring(e), "\n")
       code = 1
     end
   end

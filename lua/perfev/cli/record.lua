@@ -15,7 +15,6 @@ M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "-o", "--o
 local positive = run.positive
 
 function M.configure(cmd)
-  cmd:usage("Usage: perfev record [-e EVENT] [-F FREQ | -c PERIOD] [-g] [-o FILE] [-p PID] [--] [command [args ...]]")
   cmd:option("-e --event", "Event to sample (default cpu-clock); repeatable, or a list a,b.")
      :argname("<event>"):count("*")
   cmd:mutex(
@@ -71,7 +70,7 @@ function M.run(args)
   elseif run.is_script(words) then
     local rest = {}
     for i = 2, #words do rest[#rest + 1] = words[i] end
-    local fn, msg = run.script_fn(words[1], rest)
+    local fn, msg = run.script_fn(words[1], rest, "perfev record")
     if not fn then fail("%s", msg) return 127 end
     opts.fn = function() status = fn() end
   else

@@ -3,6 +3,7 @@
 -- os.exit that ends the script, not perfev), or a command with its exit
 -- status passed through.
 local command = require "perfev.stat.command"
+local interrupt = require "perfev.interrupt"
 
 local M = {}
 
@@ -13,13 +14,36 @@ function M.is_script(words)
   return words[1] ~= nil and words[1]:match("%.lua$") ~= nil
 end
 
--- script_fn(path, args) -> a function that runs the script with its `arg`
--- (arg[0] = path, arg[1..] = args) and returns its exit status; raises
--- a load error or the script's error (nil, message from load for a
--- missing file).
-function M.script_fn(path, args)
+-- script_traceback(tb) -> a traceback (debug.traceback's text) cut where
+-- perfev's own frames begin, below the script's main chunk, as lua.c
+-- prints a script's error.
+function M.script_traceback(tb)
+  local cut = tb:find("in main chunk\n", 1, true)
+  return cut and tb:sub(1, tb:find("\n", cut, true) - 1) or tb
+end
+
+-- The message of a script's error with its traceback.
+local function script_error(e)
+  if type(e) ~= "string" then
+    local mt = getmetatable(e)
+    e = (mt and mt.__tostring) and tostring(e) or ("(error object is a %s value)"):format(type(e))
+  end
+  return M.script_traceback(debug.traceback(e, 2))
+end
+
+-- script_fn(path, args, who) -> a function that runs the script with its
+-- `arg` (arg[0] = path, arg[1..] = args) and returns its exit status, as
+-- lua would: 0, the status of its os.exit, or 1 after an error, which is
+-- written to stderr with its traceback after "who: " (the subcommand).
+-- Ctrl-C (perfev.interrupt) is raised on, for the subcommand to end with
+-- what it measured. nil, message when the file cannot be loaded.
+function M.script_fn(path, args, who)
   local chunk, msg = loadfile(path)
   if not chunk then return nil, msg end
+  local function handler(e)
+    if getmetatable(e) == Exit or interrupt.is(e) then return e end
+    return script_error(e)
+  end
   return function()
     local saved_arg, saved_exit = rawget(_G, "arg"), os.exit
     local a = { [0] = path }
@@ -30,12 +54,15 @@ function M.script_fn(path, args)
       if code == nil or code == true then code = 0 elseif code == false then code = 1 end
       error(setmetatable({ code = code }, Exit), 0)
     end
-    local ok, err = pcall(chunk, (table.unpack or rawget(_G, "unpack"))(a))
+    local unpack = table.unpack or rawget(_G, "unpack")
+    local ok, err = xpcall(chunk, handler, unpack(a))
     os.exit = saved_exit   -- luacheck: ignore 122
     _G.arg = saved_arg
     if ok then return 0 end
     if getmetatable(err) == Exit then return err.code end
-    error(err, 0)
+    if interrupt.is(err) then error(err, 0) end
+    io.stderr:write(who and (who .. ": ") or "", err, "\n")
+    return 1
   end
 end
 

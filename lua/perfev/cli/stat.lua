@@ -13,9 +13,6 @@ M.value_options = { "-e", "--event", "-r", "--repeat", "-x", "--field-separator"
 local positive = run.positive
 
 function M.configure(cmd)
-  cmd:usage("Usage: perfev stat [-e EVENTS] [-r N] [-x SEP | -j] [-I MS] [-p PID | -a | -C CPUS] "
-            .. "[-A | --per-socket | --per-die | --per-core | --per-node | --per-thread] [-M METRICS] [-o FILE] [--] "
-            .. "[command [args ...]]")
   cmd:option("-e --event", "Event selector, a list in perf's syntax (task-clock,page-faults, "
              .. "{cycles,instructions}:u); repeatable. Default: perf stat's default set.")
      :argname("<events>"):count("*")
@@ -95,7 +92,7 @@ function M.run(args)
   if #words > 0 and run.is_script(words) and not args.pid and not args.all_cpus and not args.cpu then
     local args2 = {}
     for i = 2, #words do args2[#args2 + 1] = words[i] end
-    local fn, msg = run.script_fn(words[1], args2)
+    local fn, msg = run.script_fn(words[1], args2, "perfev stat")
     if not fn then fail("%s", msg) return 127 end
     opts.run = function() script_status = fn() end
     opts.label = table.concat(words, " ")
