@@ -438,6 +438,29 @@ describe("perfev command", function()
       assert.matches("unknown event 'no-such-event'", err, 1, true)
     end)
 
+    it("a misspelt event: the library's did-you-mean, in every subcommand taking -e", function()
+      local script, out = os.tmpname() .. ".lua", os.tmpname() .. ".txt"
+      local f = assert(io.open(script, "w"))
+      f:write("local x = 0 for i = 1, 10 do x = x + i end\n")
+      f:close()
+      for _, args in ipairs {
+        "stat -e task-clok -- true",
+        "record -e task-clok -o /dev/null -- true",
+        "profile -e task-clok -o " .. out .. " " .. script,
+      } do
+        local _, err, status = run(args)
+        assert.equal(129, status, args .. ": " .. err)
+        one_line(err)
+        assert.equal(("perfev %s: unknown event 'task-clok' (did you mean 'task-clock'?) at position 1; "
+                      .. "perfev list shows the events of this machine\n"):format(args:match("^%a+")), err)
+      end
+      os.remove(script)
+      os.remove(out)
+      -- and in a list, where the position tells which
+      local _, err = run("stat -e page-faults,task-clok -- true")
+      assert.matches("unknown event 'task-clok' (did you mean 'task-clock'?) at position 13;", err, 1, true)
+    end)
+
     it("a pid that does not exist", function()
       local _, err, status = run("stat -p 999999999 -- sleep 0.1")
       assert.is_true(status ~= 0)
@@ -484,6 +507,9 @@ describe("perfev command", function()
       _, err, status = run("list no-such-event-anywhere")
       assert.equal(1, status)
       assert.equal("perfev list: no event matches 'no-such-event-anywhere'\n", err)
+      _, err, status = run("list pagefaults")
+      assert.equal(1, status)
+      assert.equal("perfev list: no event matches 'pagefaults' (did you mean 'page-faults'?)\n", err)
     end)
   end)
 end)

@@ -13,9 +13,12 @@ describe("perfev", function()
   it("exports what the README documents, and the core as perfev.core", function()
     for _, k in ipairs { "attr", "parse", "parse_list", "open", "group", "decode", "encode",
                          "enable_all", "disable_all", "clock_ns", "rusage", "list", "uprobe", "kprobe",
-                         "sampler", "record", "perfdata", "perfmap" } do
+                         "sampler", "record", "perfdata", "perfmap", "compat", "help" } do
       assert.is_not_nil(perfev[k], k)
     end
+    -- perfev.compat.hex(v), as the README and doc/runtimes.md write it
+    assert.equal(require("perfev.compat"), perfev.compat)
+    assert.equal("ff", perfev.compat.hex(255))
     for k, v in pairs(core) do   -- every constant table
       if type(v) == "table" and k:match("^[A-Z]") then assert.equal(v, perfev[k], k) end
     end
@@ -74,11 +77,16 @@ describe("perfev", function()
       end
     end)
 
-    it("an unknown name raises, listing the known ones", function()
+    it("an unknown name raises, saying where the known ones are (not all of them)", function()
       local ok, err = pcall(perfev.open, "no-such-event")
       assert.is_false(ok)
       assert.matches("unknown event 'no-such-event'", err, 1, true)
-      assert.matches("task-clock", err, 1, true)
+      assert.matches("; perfev.list() shows the events of this machine", err, 1, true)
+      assert.is_nil(err:find("task-clock", 1, true), err)
+      -- where it points: the names are there
+      local names = {}
+      for _, r in ipairs(perfev.list("sw", { probe = false })) do names[r.name] = true end
+      assert.is_true(names["task-clock"])
       assert.has_error(function() perfev.open(42) end)
     end)
 
@@ -206,6 +214,43 @@ describe("perfev", function()
       assert.equal(pa, a:read())
       assert.equal(pb, b:read())
       a:close(); b:close()
+    end)
+  end)
+
+  describe("perfev.help", function()
+    local help = require "perfev.help"
+
+    it("names every entry point print(perfev) lists, each with a signature, a line and a page", function()
+      for _, e in ipairs(help.ENTRIES) do
+        local name = e[1]
+        if name ~= "event" then assert.is_not_nil(perfev[name], name) end
+        local text = help.text(name)
+        assert.equal(text, help.text("perfev." .. name))
+        local sig, line, page = text:match("^([^\n]+)\n  ([^\n]+)\n  see ([^\n]+)$")
+        assert.is_not_nil(sig, text)
+        assert.matches(name == "event" and "ev:" or name, sig, 1, true)
+        assert.is_true(#line > 10, line)
+        -- the pages it names exist
+        for file in page:gmatch("([%w_/%-]+%.md)") do assert.is_true(u.exists(file), file) end
+      end
+      assert.matches("perfev.open(spec[, opts]) -> event | nil, message, errno", help.text("open"), 1, true)
+      assert.matches("\n  open ", help.text(), 1, true)
+    end)
+
+    it("prints the text (as at the REPL); an unknown name raises at the caller with the closest", function()
+      local written = {}
+      local stdout = io.stdout
+      -- luacheck: ignore 122
+      io.stdout = { write = function(_, ...) for _, s in ipairs { ... } do written[#written + 1] = s end end }
+      local ok, err = pcall(perfev.help, "group")
+      io.stdout = stdout
+      assert.is_true(ok, err)
+      assert.equal(help.text("group") .. "\n", table.concat(written))
+      local line = debug.getinfo(1, "l").currentline + 1
+      ok, err = pcall(perfev.help, "opne")
+      assert.is_false(ok)
+      assert.equal(("spec/lua_layer_spec.lua:%d: perfev.help: no entry point 'opne' (did you mean 'open'?); "
+                    .. "perfev.help() lists them"):format(line), err)
     end)
   end)
 

@@ -215,7 +215,8 @@ describe("perfev.parse", function()
 
   describe("errors name the position and what was expected", function()
     for s, want in pairs {
-      ["cyclez"] = "unknown event 'cyclez'.* at position 1$",
+      ["cyclez"] = "unknown event 'cyclez' %(did you mean 'cycles'%?%) at position 1; perfev%.list%(%) shows the "
+                   .. "events of this machine$",
       ["cycles:x"] = "expected a modifier.* at position 8$",
       ["cycles:uu"] = "duplicate modifier 'u' at position 9$",
       ["cycles:u:k"] = "unexpected ':': expected ',' or the end at position 9$",
@@ -238,6 +239,60 @@ describe("perfev.parse", function()
 
     it("a non-string raises", function()
       assert.has_error(function() parse.parse(42) end)
+    end)
+
+    -- The message a user sees first (the REPL's perfev.open("task-clok")):
+    -- one short line with the closest name and where to look, never the
+    -- list of every generic name.
+    it("an unknown event: one short line, the closest name and where to look", function()
+      for _, call in ipairs {
+        { "perfev.parse", perfev.parse, "task-clok", 1 },
+        { "perfev.parse_list", perfev.parse_list, "cycles,task-clok", 8 },
+        { "perfev.open", perfev.open, "task-clok", 1 },
+        { "perfev.group", perfev.group, "{cs,task-clok}", 5 },
+        { "perfev.attr", perfev.attr, "task-clok", 1 },
+      } do
+        local line = debug.getinfo(1, "l").currentline + 1
+        local ok, err = pcall(call[2], call[3])
+        assert.is_false(ok, call[1])
+        assert.equal(("spec/parse_spec.lua:%d: perfev.parse: unknown event 'task-clok' (did you mean "
+                      .. "'task-clock'?) at position %d; perfev.list() shows the events of this machine")
+                     :format(line, call[4]), err, call[1])
+      end
+      local _, err = pcall(perfev.open, "no-such-event")
+      assert.matches("unknown event 'no%-such%-event' at position 1; perfev%.list%(%) shows", err)
+      assert.is_true(#err < 140 and not err:find("\n"), err)
+    end)
+  end)
+
+  describe("printed", function()
+    it("an event table prints as perfev.parse.event, and stays a plain table", function()
+      local t = perfev.parse("cycles:u")
+      assert.equal("perfev.parse.event(cpu-cycles:u: type 0, config 0x0, exclude_guest, exclude_hv, "
+                   .. "exclude_kernel)", tostring(t))
+      -- the metatable holds only __tostring: no __index, __pairs, __eq, __newindex
+      local mt = getmetatable(t)
+      for k in pairs(mt) do assert.equal("__tostring", k) end
+      -- pairs gives the fields and nothing else: those of a table built by hand
+      local keys = {}
+      for k in pairs(t) do keys[#keys + 1] = k end
+      table.sort(keys)
+      local want = { "name", "precise_ip", "type", "config" }
+      for _, b in ipairs(require("perfev.parse.vocab").BITS) do want[#want + 1] = b end
+      table.sort(want)
+      assert.same(want, keys)
+      t.config = 5      -- writable as before
+      assert.equal(5, rawget(t, "config"))
+    end)
+
+    it("a list prints as perfev.parse.list, its names", function()
+      local l = perfev.parse_list("cycles:u")
+      assert.equal("perfev.parse.list(1 event: cpu-cycles:u)", tostring(l))
+      assert.equal(1, #l)
+      assert.equal("perfev.parse.list(2 events: context-switches:k, page-faults:k)",
+                   tostring(perfev.parse("{cs,faults}:k")))
+      assert.matches("^perfev%.parse%.event%(context%-switches:k: type 1, config 0x3, exclude_guest, "
+                     .. "exclude_hv, exclude_user, group 1, leader%)$", tostring(perfev.parse("{cs,faults}:k")[1]))
     end)
   end)
 end)

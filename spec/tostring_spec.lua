@@ -141,6 +141,33 @@ local LUA_OBJECTS = {
       local p = perfev.profile { event = "cpu-clock", period = 1000000 }
       return p, { "cpu-clock", "stopped" }, function() p:close() end, false
     end },
+  -- plain tables with a metatable holding only __tostring (lua/perfev/show.lua)
+  { "perfev.parse.event", function()
+      return perfev.parse("cycles:u"), { "cpu-cycles:u: type 0, config 0x0", "exclude_kernel", "exclude_hv" }
+    end },
+  { "perfev.parse.list", function()
+      return perfev.parse("{cs,faults}:u"), { "2 events: context-switches:u, page-faults:u" }
+    end },
+  { "perfev.reading", function()
+      local ev = assert(perfev.open("task-clock"))
+      ev:enable()
+      u.burn(2)
+      local r = ev:read_raw()
+      ev:close()
+      return r, { ("value = %.0f, "):format(r.value), "time_enabled = ", "time_running = " }
+    end },
+  { "perfev.reading", function()   -- a group leader's: one {...} per member
+      local g = assert(perfev.group { "task-clock", "page-faults" })
+      local r = g:leader():read_raw()
+      g:close()
+      return r, { "nr = 2, {value = ", "}, {value = ", "time_enabled = " }
+    end },
+  { "perfev.reading", function()   -- a tool event's, as a kernel event's
+      local t = assert(perfev.open("duration_time"))
+      local r = t:read_raw()
+      t:close()
+      return r, { "value = 0, time_enabled = 0, time_running = 0" }
+    end },
   { "perfev.resty", function()   -- outside nginx: no lua_shared_dict, this worker's own sums
       local r = assert(require("perfev.resty").new { events = { "task-clock", "page-faults" } })
       return r, { "task-clock, page-faults", "0 labels in this worker" }, function() r:close() end
@@ -194,6 +221,26 @@ describe("tostring of every perfev object", function()
       check(row[1], obj, facts, close, shows_closed)
     end)
   end
+
+  it("the module prints its version and entry points, not a bare address", function()
+    local s = tostring(perfev)
+    assert.matches("^perfev " .. escape(perfev.VERSION) .. ": ", s)
+    assert.matches("entry points: open, group, parse, ", s, 1, true)
+    assert.matches('perfev.help("open")', s, 1, true)
+    -- every entry point it names is there (help and event, which are not fields, aside)
+    for name in s:match("entry points: ([^\n]*)"):gmatch("[%w_]+") do
+      if name ~= "event" then assert.is_not_nil(perfev[name], name) end
+    end
+  end)
+
+  it("an empty perfev.list says that nothing matched, with the closest name", function()
+    local none = perfev.list("nosuchthing", { probe = false })
+    assert.equal(0, #none)
+    assert.is_nil(next(none))   -- still an empty list
+    assert.equal("perfev.list: no event matches 'nosuchthing'", tostring(none))
+    assert.equal("perfev.list: no event matches 'pagefaults' (did you mean 'page-faults'?)",
+                 tostring(perfev.list("pagefaults", { probe = false })))
+  end)
 
   it("perfev.list() prints a summary when long, the rows when short", function()
     local l = perfev.list(nil, { probe = false })

@@ -31,11 +31,14 @@ local group = require "perfev.group"
 local parse = require "perfev.parse"
 local measure = require "perfev.measure"
 local options = require "perfev.options"
+local show = require "perfev.show"
 
 local M = {}
 M.core = core
 M.VERSION = core.VERSION
 M._VERSION = "perfev " .. core.VERSION
+-- perfev.compat.hex(v) ...: 64-bit integers on every runtime (doc/runtimes.md)
+M.compat = require "perfev.compat"
 
 -- LuaJIT: field-selected values of plain samples read through the FFI, in
 -- a loop LuaJIT compiles (lua/perfev/decode_jit.lua); not without the FFI.
@@ -80,6 +83,17 @@ function core.event_methods.measure(ev, fn, ...)
   return measure(ev, fn, ...)
 end
 
+-- ev:read_raw() -> the kernel's words by name, a table that prints as
+-- perfev.reading(value = ..., ...) (lua/perfev/show.lua)
+local read_raw = core.event_methods.read_raw
+function core.event_methods.read_raw(ev)
+  if not options.is_event(ev) then
+    options.raisef("perfev.event: bad self for read_raw (expected a perfev event, got %s): call it as "
+                   .. "ev:read_raw()", options.describe(ev))
+  end
+  return show.reading(read_raw(ev))
+end
+
 -- What a script may never use is loaded on first access, so that
 -- `require "perfev"` stays cheap (start-up matters in OpenResty and games):
 --   perfev.list([filter], [opts]) -> the events of this machine, like perf list
@@ -90,6 +104,8 @@ end
 --   perfev.record(opts) -> summary: sample into a perf.data file, like perf
 --     record (see perfev/record.lua, doc/perfdata-write.md)
 --   perfev.perfdata, perfev.perfmap: the modules
+--   perfev.help([name]): the entry points, or one's signature, what it does
+--     and its doc page (see perfev/help.lua)
 local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   list = { "perfev.list", "list" },
   uprobe = { "perfev.probe", "uprobe" }, kprobe = { "perfev.probe", "kprobe" },
@@ -99,6 +115,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   report = { "perfev.report" },
   stat = { "perfev.stat" },
   on_warning = { "perfev.warn", "on_warning" },
+  help = { "perfev.help", "help" },
 }
 setmetatable(M, { __index = function(t, k)
   local where = LAZY[k]
@@ -107,6 +124,8 @@ setmetatable(M, { __index = function(t, k)
   if where[2] then v = v[where[2]] end
   rawset(t, k, v)
   return v
-end })
+end,
+-- print(perfev), the REPL's `perfev`: the version and the entry points
+__tostring = function() return require("perfev.help").summary(M.VERSION) end })
 
 return M

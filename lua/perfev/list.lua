@@ -13,7 +13,8 @@
 --
 -- Printed (tostring, the REPL), a listing of at most SHOWN (40) rows is
 -- perf list's text; a longer one is a summary: the kinds with their counts
--- and how to filter. l:format() is always the whole text (`perfev list`).
+-- and how to filter; an empty one says that nothing matched the filter
+-- (with the closest name, "did you mean"). l:format() is always the whole text (`perfev list`).
 --
 -- filter: nil (everything); a kind ("hw", "hardware", "sw", "software",
 -- "tool", "cache", "hwcache", "hw-cache", "pmu", "tracepoint"); or a glob (* ?) on
@@ -27,6 +28,7 @@ local parse = require "perfev.parse"
 local spec = require "perfev.spec"
 local open = require "perfev.open"
 local options = require "perfev.options"
+local nearest = require "perfev.nearest"
 
 local M = {}
 
@@ -133,8 +135,14 @@ M.SHOWN = 40
 local FILTER_OF = { hardware = "hw", software = "sw", tool = "tool", ["hw-cache"] = "cache",
                     pmu = "pmu", tracepoint = "tracepoint" }
 
+-- What an empty listing prints as: the filter that matched nothing, and
+-- the closest name where one is near (listing -> message; weak keys, so
+-- that the rows stay the listing's only contents).
+local EMPTY = setmetatable({}, { __mode = "k" })
+
 -- The summary a long listing prints as: what the REPL shows of perfev.list().
 function Listing.__tostring(self)
+  if #self == 0 then return EMPTY[self] or "perfev.list: no events" end
   if #self <= M.SHOWN then return self:format() end
   local count, can, kinds = {}, {}, {}
   local ncan = 0
@@ -153,6 +161,20 @@ function Listing.__tostring(self)
   out[#out + 1] = ("l:format() prints all %d rows (as `perfev list`); each row: name, kind, aliases, can_open")
                   :format(#self)
   return table.concat(out, "\n")
+end
+
+-- no_match(filter, all) -> "perfev.list: no event matches 'x' (did you
+-- mean 'y'?)": the closest event name, alias or kind of the whole list
+local function no_match(filter, all)
+  local known = {}
+  for k in pairs(KINDS) do known[#known + 1] = k end
+  for _, r in ipairs(all) do
+    known[#known + 1] = r.name
+    -- a tracepoint's or a PMU event's own name, which a filter may be near
+    known[#known + 1] = r.name:match("^[^:/]+[:/]([^:/]+)/?$")
+    for _, a in ipairs(r.aliases or {}) do known[#known + 1] = a end
+  end
+  return ("perfev.list: no event matches '%s'%s"):format(filter, nearest.hint(filter, known))
 end
 
 -- list(filter, opts) -> rows (printable)
@@ -184,6 +206,7 @@ function M.list(filter, opts)
       end
     end
   end
+  if #out == 0 and filter then EMPTY[out] = no_match(filter, want and rows(opts) or all) end
   table.sort(out, function(a, b)
     if a.kind ~= b.kind then return ORDER[a.kind] < ORDER[b.kind] end
     return a.name < b.name

@@ -56,14 +56,10 @@ end
 index(hardware, "hardware", core.TYPE.HARDWARE)
 index(software, "software", core.TYPE.SOFTWARE)
 
--- "cpu-cycles, instructions, ...": the generic names, for error messages.
-function M.known()
-  local list = {}
-  for _, kind in ipairs { hardware, software } do
-    for _, row in ipairs(kind) do list[#list + 1] = row[1] end
-  end
-  return table.concat(list, ", ")
-end
+-- Where an error about an unknown event sends its reader, rather than
+-- listing names in a message (the command line says "perfev list":
+-- lua/perfev/cli/run.lua).
+M.WHERE = "perfev.list() shows the events of this machine"
 
 -- Canonical name for an attr's type/config, or nil.
 function M.name_of(type, config)

@@ -22,16 +22,20 @@ local function internal(source)
   return source:sub(1, #DIR) == DIR
 end
 
--- raise(msg): error(msg) at the first frame outside the library.
+-- raise(msg): error(msg) at the first frame outside the library, or
+-- with no position when there is none: a call the interpreter made a tail
+-- call (the REPL runs `perfev.open(...)` as `return perfev.open(...)`, and
+-- LuaJIT's `=expr` the same) leaves only C frames above the library, and
+-- a position inside the library would name perfev's file, not the mistake.
 function M.raise(msg)
   local level = 2
   while true do
     local info = debug.getinfo(level, "S")
     if not info then
-      level = 2
+      level = 0
       break
     end
-    if info.what ~= "C" and not internal(info.source) then break end
+    if info.what ~= "C" and info.what ~= "tail" and not internal(info.source) then break end
     level = level + 1
   end
   error(msg, level)

@@ -44,6 +44,10 @@
 --     percore, metric-id, call-graph, ...), tool (duration_time, user_time,
 --     system_time), probe (what a uprobe/kprobe was asked for).
 --
+-- The tables print (tostring, the REPL) as perfev.parse.event(name: the
+-- fields set) and perfev.parse.list(n events: names) (lua/perfev/show.lua);
+-- their contents and pairs are those of plain tables.
+--
 -- Errors raise "perfev.parse: <what> at position <n>" (1-based), naming
 -- what was expected.
 --
@@ -62,6 +66,7 @@ local lexer = require "perfev.parse.lexer"
 local B = require "perfev.parse.base"
 local T = require "perfev.parse.terms"
 local compat = require "perfev.compat"
+local show = require "perfev.show"
 
 local TYPE = core.TYPE
 local P, fail, WORD = lexer.P, lexer.fail, lexer.WORD
@@ -367,9 +372,7 @@ function P:event(in_group)
     for n in pairs(names.byname) do known[#known + 1] = n end
     for n in pairs(names.tool_byname) do known[#known + 1] = n end
     table.sort(known)
-    fail(start, ("unknown event '%s'%s (expected a hardware, software, cache or tool event, rNNN, mem:ADDR, "
-                 .. "subsys:tracepoint or pmu/terms/; generic names: %s)")
-                :format(word, nearest.hint(word, known), names.known()))
+    fail(start, ("unknown event '%s'%s"):format(word, nearest.hint(word, known)), "; " .. names.WHERE)
   end
   local list = {}
   if how == "pmu" then
@@ -442,7 +445,7 @@ local function finish(ev)
     if k:sub(1, 1) ~= "_" then out[k] = v end
   end
   for _, b in ipairs(BITS) do out[b] = ev[b] ~= 0 end
-  return out
+  return show.event(out)
 end
 
 -- Strings that are perf command-line options, not events: metrics.
@@ -489,7 +492,7 @@ function M.list(s, opts)
     self:ws()
     if self:eof() then self:fail("expected an event after ',', found the end") end
   end
-  return out
+  return show.list(out)
 end
 
 -- parse(s, opts) -> one event table, or a list when s names several events

@@ -109,7 +109,7 @@ end
 function Profiler:start()
   if self.running then fail("the profiler is running already") end
   if current and current.running then
-    error("perfev.profile: a profiler is running on this thread already (stop it first: one per thread)", 2)
+    options.raise("perfev.profile: a profiler is running on this thread already (stop it first: one per thread)")
   end
   self.engine:start()
   current = self

@@ -11,6 +11,7 @@
 --   io.write(rep:format())                                -- perf report --stdio
 --   local events = report("perf.data")                    -- the same, events and rows only
 local pd = require "perfev.perfdata"
+local options = require "perfev.options"
 local symbols = require "perfev.symbols"
 local keys = require "perfev.report.keys"
 local callchain = require "perfev.report.callchain"
@@ -666,12 +667,12 @@ local function public_row(self, h, r)
 end
 
 local function check_opts(opts)
-  if type(opts) ~= "table" then error("perfev.report: options must be a table", 3) end
+  if type(opts) ~= "table" then options.raise("perfev.report: options must be a table") end
   for k in pairs(opts) do
-    if not OPTIONS[k] then error(("perfev.report: unknown option '%s'"):format(tostring(k)), 3) end
+    if not OPTIONS[k] then options.raise(("perfev.report: unknown option '%s'"):format(tostring(k))) end
   end
   if opts.percent_limit ~= nil and type(opts.percent_limit) ~= "number" then
-    error("perfev.report: option 'percent_limit' must be a number", 3)
+    options.raise("perfev.report: option 'percent_limit' must be a number")
   end
 end
 

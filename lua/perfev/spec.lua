@@ -19,7 +19,7 @@ local function resolve_config(fields, fname)
   local ev = names.byname[fields.config]
   if not ev then
     options.unknown(fname, "event name", fields.config, names.byname,
-                    (" for field 'config' (known: %s)"):format(names.known()))
+                    " for field 'config' (a generic event name; " .. names.WHERE .. ")")
   end
   local a = options.call(core.attr, { type = fields.type or ev.type })
   if a.type ~= ev.type then

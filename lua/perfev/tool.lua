@@ -6,6 +6,7 @@ local core = require "perfev.core"
 local fs = require "perfev.fs"
 local options = require "perfev.options"
 local measure = require "perfev.measure"
+local show = require "perfev.show"
 
 local M = {}
 
@@ -119,7 +120,7 @@ end
 function Tool:read_raw()
   check(self, "read_raw")
   local v, e, r = self:read()
-  return { value = v or 0, time_enabled = e, time_running = r }
+  return show.reading({ value = v or 0, time_enabled = e, time_running = r })
 end
 
 function Tool:measure(fn, ...)

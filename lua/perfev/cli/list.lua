@@ -12,7 +12,8 @@ function M.run(args)
   local perfev = require "perfev"
   local list = perfev.list(args.filter)
   if #list == 0 and args.filter then
-    io.stderr:write(("perfev list: no event matches '%s'\n"):format(args.filter))
+    -- the library's words ("no event matches 'x' (did you mean 'y'?)")
+    io.stderr:write((tostring(list):gsub("^perfev%.list:", "perfev list:")), "\n")
     return 1
   end
   io.stdout:write(list:format())

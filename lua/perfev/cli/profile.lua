@@ -64,7 +64,16 @@ function M.run(args)
   local ok, p, errno
   ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
                                               period = args.count, native = args.native })
-  if not ok then return err(tostring(p):gsub("^perfev%.profile: ", "")) end
+  if not ok then
+    -- an unknown event in the library's words, with perf's usage status as
+    -- stat and record give it
+    local bad_event = require("perfev.cli.run").event_error(p)
+    if bad_event then
+      err(bad_event)
+      return 129
+    end
+    return err((require("perfev.options").strip_where(p):gsub("^perfev%.profile: ", "")))
+  end
   if not p then return err(msg .. (errno and "" or "")) end
   -- the script sees arg as under lua: arg[0] the script, arg[1..] its arguments
   local script_args = args.args or {}

@@ -80,15 +80,18 @@ function M.command(words)
   return command.exit_code(how, code)
 end
 
--- event_error(message) -> perfev.parse's error for an unknown event as
--- one short line, or nil when the message is about something else
+-- event_error(message) -> perfev.parse's error about an event, in the
+-- library's words (its "did you mean" kept) without the position or the
+-- function it was raised in, and with the command that lists the events
+-- (perfev list) for the function (perfev.list()); nil when the message is
+-- about something else
 function M.event_error(msg)
   msg = tostring(msg)
-  local name = msg:match("unknown event '([^']*)'")
-  if name then return ("unknown event '%s' (perfev list shows the events of this machine)"):format(name) end
-  local rest = msg:match("option 'events': (.*)$") or msg:match("perfev%.parse: (.*)$")
-  if rest then return rest end
-  return nil
+  local rest = msg:match("(unknown event .*)$") or msg:match("option 'events': (.*)$")
+               or msg:match("perfev%.parse: (.*)$")
+  if not rest then return nil end
+  rest = rest:gsub("perfev%.list%(%)", "perfev list")
+  return rest
 end
 
 -- positive(name) -> an argparse converter of a positive integer option

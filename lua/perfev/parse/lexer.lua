@@ -15,9 +15,10 @@ local M = {}
 local P = {}
 P.__index = P
 
--- A mistake in the string: raised at the caller's line, with its position.
-local function fail(pos, msg)
-  options.raisef("perfev.parse: %s at position %d", msg, pos)
+-- A mistake in the string: raised at the caller's line, with its position
+-- (and a tail after it: where to look).
+local function fail(pos, msg, tail)
+  options.raisef("perfev.parse: %s at position %d%s", msg, pos, tail or "")
 end
 
 function P:peek(n) return self.s:sub(self.i, self.i + (n or 1) - 1) end

@@ -304,7 +304,7 @@ M.SIGPROF = 27           -- jit.profile's timer signal (setitimer ITIMER_PROF) o
 function M.new(o)
   local ok, jp = pcall(require, "jit.profile")
   if not ok then
-    error("perfev.profile: engine 'jit' needs LuaJIT's jit.profile (use engine = 'hook')", 3)
+    require("perfev.options").raise("perfev.profile: engine 'jit' needs LuaJIT's jit.profile (use engine = 'hook')")
   end
   if o.native then
     -- the event counts here, it does not sample: no callchain to join

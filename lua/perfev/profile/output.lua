@@ -1,4 +1,6 @@
 -- The profile's outputs, by format name or by the output file's name.
+local options = require "perfev.options"
+
 local M = {}
 
 -- Suffix -> format, longest first (".speedscope.json" before ".json").
@@ -32,30 +34,30 @@ function M.format_of(path)
   return nil, ("cannot tell the format of '%s' from its name (%s)"):format(path, suffixes())
 end
 
-local function module(fmt, level)
+local function module(fmt)
   local m = MODULES[fmt]
   if not m then
-    error(("perfev.profile: unknown format '%s' (speedscope, svg, folded, pprof, perfdata, text)")
-          :format(tostring(fmt)), level + 1)
+    options.raise(("perfev.profile: unknown format '%s' (speedscope, svg, folded, pprof, perfdata, text)")
+                  :format(tostring(fmt)))
   end
   return require(m)
 end
 
 -- format(profile, fmt) -> bytes (every format but perfdata, which is a file)
 function M.format(p, fmt)
-  if fmt == "perfdata" then error("perfev.profile: perf.data is written to a file: use write", 2) end
-  return (module(fmt, 2).encode(p))
+  if fmt == "perfdata" then options.raise("perfev.profile: perf.data is written to a file: use write") end
+  return (module(fmt).encode(p))
 end
 
 -- write(profile, path[, fmt]) -> true | nil, message, errno; "-": stdout
 function M.write(p, path, fmt)
-  if type(path) ~= "string" then error("perfev.profile: write: path must be a string", 2) end
+  if type(path) ~= "string" then options.raise("perfev.profile: write: path must be a string") end
   if not fmt then
     local msg
     fmt, msg = M.format_of(path)
-    if not fmt then error("perfev.profile: " .. msg, 2) end
+    if not fmt then options.raise("perfev.profile: " .. msg) end
   end
-  local m = module(fmt, 2)
+  local m = module(fmt)
   if m.write then return m.write(p, path) end
   local bytes = m.encode(p)
   if path == "-" then
