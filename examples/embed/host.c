@@ -1,7 +1,7 @@
 /* A host program in the shape of a game loop that embeds Lua and links
  * perfev's C core statically (build/libperfev.a, `make static`).
  *
- *   make embed && LUA_PATH='lua/?.lua;lua/?/init.lua;;' build/embed/host examples/embed/game.lua 600
+ *   make embed && build/embed/host examples/embed/game.lua 600
  *   ... build/embed/host examples/embed/game.lua 600 frames.svg   # and a profile of the frames
  *
  * Every frame the C side "updates the world" (maps fresh memory and
@@ -87,6 +87,37 @@ static void preload_perfev(lua_State *L)
 #endif
 }
 
+/* Where the Lua half of perfev is: an engine ships it with its scripts and
+ * sets package.path to it; this example finds the checkout's lua/ from its
+ * own place (build/embed/host -> ../../lua), before LUA_PATH's entries. */
+static void add_perfev_path(lua_State *L, const char *argv0)
+{
+  char dir[4096], probe[4200];
+  const char *slash = strrchr(argv0, '/');
+  int n = slash ? (int)(slash - argv0) : 1;
+  snprintf(dir, sizeof dir, "%.*s/../../lua", n, slash ? argv0 : ".");
+  snprintf(probe, sizeof probe, "%s/perfev/init.lua", dir);
+  if (access(probe, R_OK) != 0)
+    return;
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", dir, dir);
+  lua_getfield(L, -2, "path");
+  lua_concat(L, 2);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+}
+
+static int usage(const char *argv0, const char *why)
+{
+  if (why)
+    fprintf(stderr, "host: %s\n", why);
+  fprintf(stderr, "usage: %s [GAME.lua [FRAMES [PROFILE.svg|.folded|...]]]\n"
+                  "  runs GAME.lua's frame() FRAMES times (default examples/embed/game.lua, 600),\n"
+                  "  counting each frame's events; with PROFILE, profiles the frames' Lua.\n"
+                  "  perfev's Lua modules: the checkout's lua/ beside build/, or LUA_PATH.\n", argv0);
+  return why ? 2 : 0;
+}
+
 /* A frame's world update: fresh pages (page faults) and some arithmetic. */
 static unsigned long update_world(unsigned frame)
 {
@@ -166,12 +197,21 @@ int main(int argc, char **argv)
   int fds_before, fds_during, fds_after, fd;
   double t0, lua_ns, raw_ns;
   char buf[256];
-  lua_State *L = luaL_newstate();
+  lua_State *L;
+  char *end = NULL;
 
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+    return usage(argv[0], NULL);
+  if (argc > 2 && (strtoul(argv[2], &end, 10) == 0 || *end != '\0'))
+    return usage(argv[0], "FRAMES must be a positive number");
+  if (access(script, R_OK) != 0)
+    return usage(argv[0], "cannot read the game script");
+  L = luaL_newstate();
   if (!L)
     return 1;
   luaL_openlibs(L);
   preload_perfev(L);
+  add_perfev_path(L, argv[0]);
   fds_before = count_fds();
 
   if (luaL_dofile(L, script) != LUA_OK) {
