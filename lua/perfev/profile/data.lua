@@ -30,8 +30,8 @@ local function display_name(f, names)
   if f.what == "truncated" then return "[truncated]" end
   if f.what == "perfev" then return M.OWN end
   if f.what == "Lua" then return names[lua_key(f)] or "<anonymous>" end
-  if f.name then return f.name end
   if f.what == "main" then return "main chunk" end
+  if f.name then return f.name end
   if f.what == "C" then return "?" end
   return "<anonymous>"
 end

@@ -132,6 +132,7 @@ function M.collector(jp, weigh, opts)
   end
   -- a function's name by its value (found once per function)
   local function name_of(th, lv, d)
+    if d.what == "main" then return nil end
     local n = c.names[d.func]
     if n == nil then
       n = (d.what == "C" and library_name(d.func)) or find_name(th, lv, d.func)
