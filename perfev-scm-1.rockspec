@@ -115,6 +115,7 @@ build = {
       ["perfev.profile.folded"] = "lua/perfev/profile/folded.lua",
       ["perfev.profile.hook"] = "lua/perfev/profile/hook.lua",
       ["perfev.profile.jit"] = "lua/perfev/profile/jit.lua",
+      ["perfev.profile.naming"] = "lua/perfev/profile/naming.lua",
       ["perfev.profile.native"] = "lua/perfev/profile/native.lua",
       ["perfev.profile.output"] = "lua/perfev/profile/output.lua",
       ["perfev.profile.perfdata"] = "lua/perfev/profile/perfdata.lua",

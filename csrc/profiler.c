@@ -262,6 +262,23 @@ static const char *find_name(const struct profiler *p, lua_State *T, int lv)
   return lua_tostring(T, -1);
 }
 
+static int l_co_resume(lua_State *L);
+static int l_co_wrapped(lua_State *L);
+
+/* The name of the C function at the top of T when it is one of the
+ * coroutine wrappers (the C function the user called: resume, or one made
+ * by wrap), whatever the call named it; else `name`. Pops the function. */
+static const char *wrapper_name(lua_State *T, const char *name)
+{
+  lua_CFunction f = lua_tocfunction(T, -1);
+  lua_pop(T, 1);
+  if (f == l_co_resume)
+    return "resume";
+  if (f == l_co_wrapped)
+    return "wrap";
+  return name;
+}
+
 static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n, int *full)
 {
   lua_Debug d;
@@ -276,6 +293,8 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
     if (!name && d.what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
       name = find_name(p, T, lv);
       pushed = name ? 2 : 1;
+    } else if (d.what[0] == 'C' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
+      name = wrapper_name(T, name);
     }
     struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
     long id = prof_agg_frame(&p->agg, &k);

@@ -1,7 +1,9 @@
 -- The profile every output is written from: what an engine read out
 -- (frames with their running line, stacks of frame ids with their weight)
 -- given names and labels, cut to the profiled function when there is one,
--- and grouped by function.
+-- perfev's own frames folded into one `[perfev]` frame, and grouped by
+-- function: a Lua function is named by its definition (perfev.profile.naming),
+-- so that it is one row however it was called.
 --
 -- profile = {
 --   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
@@ -10,13 +12,26 @@
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
 -- }
+local naming = require "perfev.profile.naming"
+
 local M = {}
 
--- The name a frame is shown by: debug.getinfo's name, else what it is.
-local function display_name(f)
+-- The frame that stands for perfev's own work in a stack (what = "perfev")
+M.OWN = "[perfev]"
+
+-- The name a frame is shown by: for a Lua function, the one it was
+-- defined by (names: function key -> name or false), else debug.getinfo's
+-- name, else what it is.
+local function lua_key(f)
+  return table.concat({ f.source or "", tostring(f.linedefined) }, "\0")
+end
+
+local function display_name(f, names)
   if f.what == "truncated" then return "[truncated]" end
-  if f.name then return f.name end
+  if f.what == "perfev" then return M.OWN end
+  if f.what == "Lua" then return names[lua_key(f)] or "<anonymous>" end
   if f.what == "main" then return "main chunk" end
+  if f.name then return f.name end
   if f.what == "C" then return "?" end
   return "<anonymous>"
 end
@@ -31,7 +46,7 @@ local function label(f, name)
     if name:sub(1, 1) == "[" then s = name
     elseif f.what == "kernel" then s = name .. " [kernel]"
     else s = ("%s [%s]"):format(name, f.source) end
-  elseif f.what == "truncated" then s = name
+  elseif f.what == "truncated" or f.what == "perfev" then s = name
   elseif f.what == "main" or (f.linedefined or -1) < 0 then s = ("%s (%s)"):format(name, f.source)
   else s = ("%s (%s:%.0f)"):format(name, f.source, f.linedefined) end
   return (s:gsub(";", ","))
@@ -41,11 +56,33 @@ local function func_key(f, name)
   return table.concat({ f.what, name, f.source or "", tostring(f.linedefined) }, "\0")
 end
 
--- Names every frame and interns its function.
+-- The name of each Lua function (by lua_key): the name on the line that
+-- defines it, read from its source (f.chunk: the whole source where the
+-- engine has it, else f.source); else the first name a call gave it when
+-- the engine's call names are sure (raw.call_names ~= "unsure": LuaJIT's
+-- debug.getinfo names a tail-called function after the call of the
+-- function that made the tail call); else none.
+local function lua_names(raw)
+  local define, sure = naming.namer(), raw.call_names ~= "unsure"
+  local names = {}
+  for _, f in ipairs(raw.frames) do
+    if f.what == "Lua" then
+      local k = lua_key(f)
+      if names[k] == nil then
+        names[k] = define(f.chunk or f.source, f.linedefined) or (sure and f.name) or false
+      end
+    end
+  end
+  return names
+end
+
+-- Names every frame and interns its function; frames of perfev's own
+-- modules are marked own.
 local function name_frames(raw)
   local frames, funcs, byfunc = {}, {}, {}
+  local names = lua_names(raw)
   for i, f in ipairs(raw.frames) do
-    local name = display_name(f)
+    local name = display_name(f, names)
     local k = func_key(f, name)
     local id = byfunc[k]
     if not id then
@@ -55,9 +92,46 @@ local function name_frames(raw)
       byfunc[k] = id
     end
     frames[i] = { name = name, source = f.source, line = f.line, linedefined = f.linedefined,
-                  what = f.what, func = id }
+                  what = f.what, func = id,
+                  own = (f.what == "Lua" or f.what == "main") and naming.own(f.source) or nil }
   end
   return frames, funcs
+end
+
+-- own_frame(frames, funcs) -> a function giving the id of the [perfev]
+-- frame, added to frames and funcs the first time.
+local function own_frame(frames, funcs)
+  local id
+  return function()
+    if not id then
+      funcs[#funcs + 1] = { name = M.OWN, source = "", linedefined = -1, what = "perfev", label = M.OWN }
+      frames[#frames + 1] = { name = M.OWN, source = "", line = -1, linedefined = -1, what = "perfev",
+                              func = #funcs }
+      id = #frames
+    end
+    return id
+  end
+end
+
+local function is_lua(f) return f.what == "Lua" or f.what == "main" end
+
+-- ids (root first) with perfev's own frames folded: each run of them into
+-- one [perfev] frame, never one of perfev's frames between the user's; at
+-- the leaf end, with the C frames it called ([perfev] is the leaf: the
+-- sample was taken in perfev's work, one of its C functions, its garbage
+-- collection).
+local function fold_own(ids, frames, own_id)
+  local last = #ids
+  while last >= 1 and not is_lua(frames[ids[last]]) do last = last - 1 end
+  if last < 1 or not frames[ids[last]].own then last = #ids end
+  local out, prev = {}, false
+  for i = 1, last do
+    local own = frames[ids[i]].own
+    if not own then out[#out + 1] = ids[i]
+    elseif not prev then out[#out + 1] = own_id() end
+    prev = own
+  end
+  return out
 end
 
 -- Where the profiled function's frames start in ids (root first): after
@@ -77,16 +151,18 @@ local function root_at(ids, frames, root)
 end
 
 -- The stacks, cut at the root function (frames below it are the caller's
--- and the profiler's), equal ones merged. Returns stacks, and the weight
+-- and the profiler's), perfev's frames folded, equal ones merged. Returns stacks, and the weight
 -- and samples left out.
-local function cut(raw, frames, root)
+local function cut(raw, frames, funcs, root)
   local out, byids, outside, outside_samples = {}, {}, 0, 0
+  local own_id = own_frame(frames, funcs)
   for _, s in ipairs(raw.stacks) do
     local from = 1
     if root then from = root_at(s, frames, root) end
     if from then
       local ids = {}
       for i = from, #s do ids[#ids + 1] = s[i] end
+      ids = fold_own(ids, frames, own_id)
       local k = table.concat(ids, ",")
       local t = byids[k]
       if t then
@@ -105,11 +181,39 @@ local function cut(raw, frames, root)
   return out, outside, outside_samples
 end
 
+-- The frames and functions the stacks use, renumbered (a profile lists
+-- no function that no sample holds: the frames cut below the root, those
+-- folded into [perfev]).
+local function used_only(frames, funcs, stacks)
+  local fmap, umap, nframes, nfuncs = {}, {}, {}, {}
+  for _, s in ipairs(stacks) do
+    for i, id in ipairs(s.frames) do
+      local n = fmap[id]
+      if not n then
+        local f = frames[id]
+        local u = umap[f.func]
+        if not u then
+          nfuncs[#nfuncs + 1] = funcs[f.func]
+          u = #nfuncs
+          umap[f.func] = u
+        end
+        nframes[#nframes + 1] = { name = f.name, source = f.source, line = f.line, linedefined = f.linedefined,
+                                  what = f.what, func = u }
+        n = #nframes
+        fmap[id] = n
+      end
+      s.frames[i] = n
+    end
+  end
+  return nframes, nfuncs
+end
+
 -- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
 -- function whose pcall ran the profiled function), event, unit, freq, period, name, time.
 function M.build(raw, opts)
   local frames, funcs = name_frames(raw)
-  local stacks, outside, outside_samples = cut(raw, frames, opts.root)
+  local stacks, outside, outside_samples = cut(raw, frames, funcs, opts.root)
+  frames, funcs = used_only(frames, funcs, stacks)
   local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,
               outside_samples = outside_samples,
               weight = 0, samples = 0 }

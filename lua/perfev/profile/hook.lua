@@ -114,9 +114,15 @@ function Engine:resume() self.ev:enable() end
 
 -- the samples so far, and a new start for the next ones: one C call that
 -- swaps the stacks out, so no sample lands between the read and the reset
+-- LuaJIT's debug.getinfo names a function by the call that made the
+-- frame below it: after a tail call, by the call of the function that made
+-- the tail call. Its names are not the function's (perfev.profile.data
+-- names Lua functions by their definition, and by these only on PUC Lua).
+local CALL_NAMES = rawget(_G, "jit") and "unsure" or "sure"
+
 function Engine:take()
   local r = self.p:take()
-  r.mode = self.mode
+  r.mode, r.call_names = self.mode, CALL_NAMES
   return r
 end
 
@@ -125,7 +131,7 @@ function Engine:signal() return self.p:read().signal end
 
 function Engine:read()
   local r = self.p:read()
-  r.mode = self.mode
+  r.mode, r.call_names = self.mode, CALL_NAMES
   return r
 end
 

@@ -41,9 +41,13 @@ local function what_of(w)
   return "Lua"
 end
 
--- A name for a function whose call gave none (called from C: a pcall'd
--- function, a sort comparator): the local or upvalue of a caller that
--- holds it, the outermost first (as csrc/profiler.c's find_name).
+-- A name for a function by its value: the local or upvalue of a caller
+-- that holds it, the outermost first (as csrc/profiler.c's find_name).
+-- debug.getinfo's own name ("n") is not used: LuaJIT gives the name of the
+-- call that made the frame below, which after a tail call is the call of
+-- the function that made it (issue 19: every function of a parser named
+-- `value`). Lua functions are named by their definition
+-- (perfev.profile.data); this name is the one they get when it has none.
 local function find_name(th, lv, fn)
   local top = lv
   while top < lv + NAME_LEVELS and debug.getinfo(th, top + 1, "l") do top = top + 1 end
@@ -66,6 +70,24 @@ local function find_name(th, lv, fn)
   return false
 end
 
+-- The C functions of the libraries loaded, by value: "byte", "insert",
+-- "pcall" (the names PUC Lua's calls give them, found by what they are).
+local library
+local function library_name(fn)
+  if not library then
+    library = {}
+    for _, lib in ipairs { "_G", "string", "table", "math", "io", "os", "coroutine", "debug", "bit", "jit" } do
+      local t = package.loaded[lib]
+      if type(t) == "table" then
+        for k, v in pairs(t) do
+          if type(v) == "function" and type(k) == "string" and library[v] == nil then library[v] = k end
+        end
+      end
+    end
+  end
+  return library[fn]
+end
+
 -- weigher(counter) -> a weigh function over a running count: what was
 -- counted since the call before.
 function M.weigher(counter)
@@ -86,7 +108,8 @@ end
 -- of resumers.
 function M.collector(jp, weigh, opts)
   opts = opts or {}
-  local c = { chain = {}, names = setmetatable({}, { __mode = "k" }) }
+  local c = { chain = {}, names = setmetatable({}, { __mode = "k" }),
+              wrappers_of = setmetatable({}, { __mode = "k" }) }   -- our resume/wrap closures -> label
   -- c.reset(): no samples yet (start, and after each take)
   function c.reset()
     c.frames, c.byframe, c.stacks, c.bystack, c.bysig = {}, {}, {}, {}, {}
@@ -94,38 +117,44 @@ function M.collector(jp, weigh, opts)
     c.samples, c.weight, c.unattributed, c.signals, c.hooks, c.lost, c.truncated = 0, 0, 0, 0, 0, 0, 0
   end
   c.reset()
-  local function frame_id(name, source, line, linedefined, what)
+  -- chunk: the whole source (debug.getinfo's, for a chunk loaded from a
+  -- string: its text), where perfev.profile.data reads the definition
+  local function frame_id(name, source, line, linedefined, what, chunk)
     local k = table.concat({ name or "", source, line, linedefined, what }, "\0")
     local id = c.byframe[k]
     if not id then
       id = #c.frames + 1
       c.frames[id] = { name = name or nil, source = source, line = line,
-                       linedefined = linedefined, what = what }
+                       linedefined = linedefined, what = what, chunk = chunk }
       c.byframe[k] = id
     end
     return id
   end
+  -- a function's name by its value (found once per function)
   local function name_of(th, lv, d)
-    if d.name or d.what ~= "Lua" then return d.name end
+    if d.what == "main" then return nil end
     local n = c.names[d.func]
     if n == nil then
-      n = find_name(th, lv, d.func)
+      n = (d.what == "C" and library_name(d.func)) or find_name(th, lv, d.func)
       c.names[d.func] = n
     end
     return n or nil
   end
-  -- the frames of th (leaf first) from level `from` into ids
-  local function walk(th, from, ids, relabel)
+  -- the frames of th (leaf first) from level `from` into ids; our
+  -- resume/wrap wrappers shown as the C function the user called
+  local function walk(th, from, ids)
     for lv = from, math.huge do
       if #ids >= MAX_FRAMES - 1 then return true end
-      local d = debug.getinfo(th, lv, "Slnf")
+      local d = debug.getinfo(th, lv, "Slf")
       if not d then return false end
-      if relabel and lv == from then      -- our resume/wrap wrapper: shown as the C function
-        ids[#ids + 1] = frame_id(d.name or relabel, "[C]", -1, -1, "C")
+      local wrapper = c.wrappers_of[d.func]
+      if wrapper then
+        ids[#ids + 1] = frame_id(wrapper, "[C]", -1, -1, "C")
       else
         local what = what_of(d.what)
         ids[#ids + 1] = frame_id(name_of(th, lv, d), d.short_src, d.currentline,
-                                 what == "C" and -1 or d.linedefined, what)
+                                 what == "C" and -1 or d.linedefined, what,
+                                 what == "Lua" and d.source or nil)
       end
     end
   end
@@ -172,7 +201,7 @@ function M.collector(jp, weigh, opts)
       local link = c.chain[i]
       if link.co == th then
         local lv = level_of(link.resumer, link.fn)
-        if lv then full = walk(link.resumer, lv, ids, link.name) end
+        if lv then full = walk(link.resumer, lv, ids) end
         th = link.resumer
       end
     end
@@ -227,8 +256,8 @@ function M.collector(jp, weigh, opts)
   local function running()
     return coroutine.running() or opts.main
   end
-  local function push(co, fn, name)
-    c.chain[#c.chain + 1] = { co = co, resumer = running(), fn = fn, name = name }
+  local function push(co, fn)
+    c.chain[#c.chain + 1] = { co = co, resumer = running(), fn = fn }
   end
   local function pop(...)
     c.chain[#c.chain] = nil
@@ -237,7 +266,7 @@ function M.collector(jp, weigh, opts)
   function c.wrappers(resume, wrap)
     local function my_resume(co, ...)
       if type(co) ~= "thread" then return resume(co, ...) end
-      push(co, my_resume, "resume")
+      push(co, my_resume)
       return pop(resume(co, ...))
     end
     local function my_wrap(f)
@@ -245,14 +274,16 @@ function M.collector(jp, weigh, opts)
       local _, co = debug.getupvalue(g, 1)    -- the wrap function's coroutine (5.1 to 5.4)
       if type(co) ~= "thread" then return g end   -- not what we know: left as it is
       local function wrapped(...)
-        push(co, wrapped, "wrap")
+        push(co, wrapped)
         local r = pack(pcall(g, ...))
         pop()
         if not r[1] then error(r[2], 0) end
         return unpack(r, 2, r.n)
       end
+      c.wrappers_of[wrapped] = "wrap"
       return wrapped
     end
+    c.wrappers_of[my_resume] = "resume"
     return my_resume, my_wrap
   end
 
@@ -290,7 +321,7 @@ function M.collector(jp, weigh, opts)
   function c.read()
     return { frames = c.frames, stacks = c.stacks, samples = c.samples, weight = c.weight,
              unattributed = c.unattributed, signals = c.signals, hooks = c.hooks, lost = c.lost,
-             truncated = c.truncated, mode = "jit.profile" }
+             truncated = c.truncated, mode = "jit.profile", call_names = "sure" }
   end
   return c
 end
