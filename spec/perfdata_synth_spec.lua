@@ -351,15 +351,15 @@ describe("perfev.perfdata on files built by hand", function()
         return a:sub(1, 4) .. pack("<I4", 96) .. a:sub(9, 96)
       end
       local ids = { [3] = 101, [4] = 102 }   -- context-switches, cpu-migrations
-      local function trailer(time, id) return pack("<I4I4i8i8I4I4", 42, 43, time, id, 1, 0) end
+      local function id_trailer(time, id) return pack("<I4I4i8i8I4I4", 42, 43, time, id, 1, 0) end
       local recs = {
         B.record("<", U.header_attr, 0, attr(3) .. pack("<i8", ids[3])),
         B.record("<", U.header_attr, 0, attr(4) .. pack("<i8", ids[4])),
         pack("<I4I2I2i8", U.event_type, 0, 32, 3) .. "context-switches",
         pack("<I4I2I2i8", U.event_type, 0, 32, 4) .. "cpu-migrations\0\0",
-        B.record("<", R.COMM, 0x2000, pack("<I4I4", 42, 43) .. B.cstr("busy") .. trailer(500, ids[3])),
+        B.record("<", R.COMM, 0x2000, pack("<I4I4", 42, 43) .. B.cstr("busy") .. id_trailer(500, ids[3])),
         B.record("<", R.MMAP, 2, pack("<I4I4i8i8i8", 42, 43, 0x400000, 0x1000, 0) .. B.cstr("/usr/bin/busy")
-                                  .. trailer(600, ids[3])),
+                                  .. id_trailer(600, ids[3])),
       }
       local n = 0
       for round = 1, 3 do
