@@ -418,10 +418,11 @@ void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char
     case U_U64: perfev_set_u64(L, f->name, get64(&c, f->name)); break;
     case U_PAD32: take(&c, 4, NULL); break;
     case U_CSTR: {
-      /* perf 3.x cut event_type's name to its padded length (24-byte
-       * records for "cycles"); perf reads them: so does perfev, when the
-       * name's NUL is inside the record */
-      size_t n = left(&c) < f->n && memchr(c.in.p, 0, left(&c)) ? left(&c) : f->n;
+      /* perf 3.x cut event_type's name to strlen rounded up to 8 (24-byte
+       * records for "cycles", 32 with no NUL for the 16 characters of
+       * "context-switches"); perf's reader of that era took the name the
+       * record has: so does perfev, NUL or not */
+      size_t n = left(&c) < f->n ? left(&c) : f->n;
       push_cstr(L, take(&c, n, f->name), n);
       lua_setfield(L, -2, f->name);
       break;

@@ -134,8 +134,16 @@ describe("perfev command", function()
 
     it("counts the same context switches of 20 sleeps within " .. CS_TOL .. " or 25 %", function()
       if not has_luajit then pending("luajit is not installed (the sleeping workload)") return end
-      local theirs, mine = both("stat -x, -e context-switches -- " .. SLEEPS)
-      local ca, cb = tonumber(theirs:match("^(%d+),")), tonumber(mine:match("^(%d+),"))
+      -- perf's count is not deterministic either (a loaded machine preempts
+      -- the sleeper in one run and not the other): a pair outside the
+      -- tolerance is counted again, up to three times, and said
+      local ca, cb
+      for try = 1, 3 do
+        local theirs, mine = both("stat -x, -e context-switches -- " .. SLEEPS)
+        ca, cb = tonumber(theirs:match("^(%d+),")), tonumber(mine:match("^(%d+),"))
+        if math.abs(ca - cb) <= math.max(CS_TOL, CS_REL * ca) then break end
+        print(("\n  context switches: perf %d, perfev %d on try %d: counted again"):format(ca, cb, try))
+      end
       assert.is_true(ca >= 20 and cb >= 20, ("perf %d, perfev %d"):format(ca, cb))
       assert.is_true(math.abs(ca - cb) <= math.max(CS_TOL, CS_REL * ca), ("perf %d, perfev %d"):format(ca, cb))
     end)
@@ -235,10 +243,21 @@ describe("perfev command", function()
   end)
 
   describe("stat runs", function()
+    -- perfev's status is asserted on every run. perf's is the oracle, and
+    -- it is not deterministic: on a fresh machine (kernel 6.18) perf stat
+    -- 6.1 once returned 0 for `sh -c 'exit 3'` (its own race; 3 on each
+    -- rerun, and in 200 runs here): perf is asked up to three times, until
+    -- it gives 3, and a miss is said.
     it("passes the command's exit status through, as perf stat does", function()
-      local _, _, s1, s2 = both("stat -e task-clock -- sh -c 'exit 3'")
-      assert.equal(3, s1)
-      assert.equal(3, s2)
+      local args = "stat -e task-clock -- sh -c 'exit 3'"
+      assert.equal(3, select(3, run(args)))
+      local theirs
+      for try = 1, 3 do
+        theirs = select(3, run(args, "perf"))
+        if theirs == 3 then break end
+        print(("\n  perf %s: exit status %s on try %d (perf's race), asked again"):format(args, theirs, try))
+      end
+      assert.equal(3, theirs, "perf stat gave no status 3 in three tries")
     end)
 
     it("a Lua script in its own process, with its arguments and os.exit status", function()

@@ -58,6 +58,31 @@ describe("perfev.parse", function()
       assert.equal(1, #parse.parse("{cs}"))
     end)
 
+    it("a group's name is on its leader only, as perf's (its parse-events test__group3)", function()
+      local l = parse.parse("group1{syscalls:sys_enter_openat:H,cycles:kppp},group2{cycles,1:3}:G,instructions:u",
+                            { tracefs = "spec/fixtures/tracefs" })
+      assert.equal(5, #l)
+      local got = {}
+      for i, ev in ipairs(l) do
+        got[i] = { ev.name, ev.group or false, ev.leader or false, ev.group_name or false }
+      end
+      assert.same({
+        { "syscalls:sys_enter_openat:H", 1, true, "group1" },
+        { "cpu-cycles:kppp", 1, false, false },
+        { "cpu-cycles:G", 2, true, "group2" },
+        { "1:3:G", 2, false, false },
+        { "instructions:u", false, false, false },
+      }, got)
+      -- the tracepoint leader and its member keep what perf's test expects of them
+      assert.same({ TYPE.TRACEPOINT, 614, true, false }, { l[1].type, l[1].config, l[1].exclude_guest,
+                                                          l[1].exclude_host })
+      assert.same({ TYPE.HARDWARE, HW.CPU_CYCLES, 3, true, true }, { l[2].type, l[2].config, l[2].precise_ip,
+                                                                     l[2].exclude_user, l[2].exclude_hv })
+      -- a plain group's member likewise
+      assert.same({ "g", false }, { parse.parse("g{cs,faults}")[1].group_name,
+                                    parse.parse("g{cs,faults}")[2].group_name or false })
+    end)
+
     it("feeds perfev.attr, perfev.open and perfev.group", function()
       local a = perfev.attr("page-faults:u")
       assert.equal(SW.PAGE_FAULTS, a.config)

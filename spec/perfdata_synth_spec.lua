@@ -323,8 +323,8 @@ describe("perfev.perfdata on files built by hand", function()
       -- perf 6.1 reads the same file: as many samples
       local out, ok = shell.sh("perf script -i " .. tmp .. " -F tid,ip 2>/dev/null | wc -l")
       if ok then assert.equal("40", shell.trim(out)) end
-      -- a name cut without its NUL is still an error naming the field
-      recs[2] = pack("<I4I2I2i8", U.event_type, 0, 24, 7) .. "cyclesxx"
+      -- a record cut inside its event_id is still an error naming the field
+      recs[2] = pack("<I4I2I2I4", U.event_type, 0, 12, 7)
       B.write(tmp, B.pipe("<", table.concat(recs)))
       local g, err = pd.open(tmp)
       if g then
@@ -333,7 +333,75 @@ describe("perfev.perfdata on files built by hand", function()
         assert.is_false(okr)
         err = e2
       end
-      assert.matches("event_type record at offset 104: name needs 64 bytes", err)
+      assert.matches("event_type record at offset 104: event_id needs 8 bytes", err)
+    end)
+
+    it("reads perf 3.8's pipe streams, whose event_type names fill the record without their NUL", function()
+      -- perf 3.8 sized event_type as 8 + 8 + strlen(name) rounded up to 8:
+      -- a name of 16 characters ("context-switches") fills its 32-byte
+      -- record with no NUL, and perf's reader took the name the record has.
+      -- Its attrs were 96 bytes (PERF_ATTR_SIZE_VER3), sample_id_all on, so
+      -- that comm and mmap carry the trailer; samples routed by ID.
+      local st = compat.bor(S.IP, S.TID, S.TIME, S.ID, S.CPU, S.PERIOD)
+      local flags = compat.bor(1, 2, compat.lshift(1, 8), compat.lshift(1, 9), compat.lshift(1, 10),
+                               compat.lshift(1, 12), compat.lshift(1, 18))   -- disabled inherit mmap comm freq
+                                                                             -- enable_on_exec sample_id_all
+      local function attr(config)
+        local a = B.attr("<", { type = 1, config = config, sample_period = 4000, sample_type = st, flags = flags })
+        return a:sub(1, 4) .. pack("<I4", 96) .. a:sub(9, 96)
+      end
+      local ids = { [3] = 101, [4] = 102 }   -- context-switches, cpu-migrations
+      local function id_trailer(time, id) return pack("<I4I4i8i8I4I4", 42, 43, time, id, 1, 0) end
+      local recs = {
+        B.record("<", U.header_attr, 0, attr(3) .. pack("<i8", ids[3])),
+        B.record("<", U.header_attr, 0, attr(4) .. pack("<i8", ids[4])),
+        pack("<I4I2I2i8", U.event_type, 0, 32, 3) .. "context-switches",
+        pack("<I4I2I2i8", U.event_type, 0, 32, 4) .. "cpu-migrations\0\0",
+        B.record("<", R.COMM, 0x2000, pack("<I4I4", 42, 43) .. B.cstr("busy") .. id_trailer(500, ids[3])),
+        B.record("<", R.MMAP, 2, pack("<I4I4i8i8i8", 42, 43, 0x400000, 0x1000, 0) .. B.cstr("/usr/bin/busy")
+                                  .. id_trailer(600, ids[3])),
+      }
+      local n = 0
+      for round = 1, 3 do
+        for i = 1, 4 do
+          n = n + 1
+          local id = i % 2 == 1 and ids[3] or ids[4]
+          recs[#recs + 1] = B.sample("<", st, { ip = 0x400100 + n, pid = 42, tid = 43, time = 1000 * n, id = id,
+                                                cpu = 1, period = round })
+        end
+        recs[#recs + 1] = B.record("<", U.finished_round, 0, "")
+      end
+      B.write(tmp, B.pipe("<", table.concat(recs)))
+      local f = assert(pd.open(tmp))
+      local got = all(f)
+      f:close()
+      local types = {}
+      for i, r in ipairs(got) do types[i] = r.type end
+      assert.same({ "header_attr", "header_attr", "event_type", "event_type", "comm", "mmap",
+                    "sample", "sample", "sample", "sample", "finished_round",
+                    "sample", "sample", "sample", "sample", "finished_round",
+                    "sample", "sample", "sample", "sample", "finished_round" }, types)
+      assert.same({ 32, 3, "context-switches" }, { got[3].size, got[3].event_id, got[3].name })
+      assert.same({ 32, 4, "cpu-migrations" }, { got[4].size, got[4].event_id, got[4].name })
+      assert.same({ 42, 43, "busy", 500, ids[3], 1 }, { got[5].pid, got[5].tid, got[5].comm, got[5].time,
+                                                        got[5].id, got[5].cpu })
+      assert.same({ 42, 0x400000, 0x1000, "/usr/bin/busy", 600 }, { got[6].pid, got[6].addr, got[6].len,
+                                                                     got[6].filename, got[6].time })
+      n = 0
+      for i = 7, #got do
+        local r = got[i]
+        if r.type == "sample" then
+          n = n + 1
+          local id = n % 2 == 1 and ids[3] or ids[4]
+          assert.same({ 0x400100 + n, 42, 43, 1000 * n, id, 1, compat.idiv(n + 3, 4),
+                        id == ids[3] and "context-switches" or "cpu-migrations" },
+                      { r.ip, r.pid, r.tid, r.time, r.id, r.cpu, r.period, r.event })
+        end
+      end
+      assert.equal(12, n)
+      -- perf 6.1 reads the same stream: as many samples
+      local out, ok = shell.sh("perf script -i " .. tmp .. " -F tid,ip 2>/dev/null | wc -l")
+      if ok then assert.equal("12", shell.trim(out)) end
     end)
 
     it("gives an unknown type its number and bytes", function()

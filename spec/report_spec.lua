@@ -98,9 +98,9 @@ end
 -- CI its output came cut after 30 of 229 lines (the cause unknown: no
 -- handler was found that could have interrupted the pipe's read), and the
 -- comparison then failed on perf's side: an output without its end is
--- read again, and said.
-local function perf_report(path, extra)
-  local cmd = ("report -i '%s' --stdio -g none %s"):format(path, extra or "")
+-- read again, and said. Every perf report --stdio of this spec is read so.
+local function perf_stdio(args)
+  local cmd = "report --stdio " .. args
   local out, err
   for _ = 1, 3 do
     out, err = P.perf(cmd)
@@ -108,6 +108,10 @@ local function perf_report(path, extra)
     print(("\n  perf %s: the output was cut (%d bytes; stderr: %s): read again"):format(cmd, #out, err))
   end
   error(("perf %s gave no whole output three times; stderr: %s"):format(cmd, err))
+end
+
+local function perf_report(path, extra)
+  return perf_stdio(("-i '%s' -g none %s"):format(path, extra or ""))
 end
 
 local function perfev_report(path, opts)
@@ -257,7 +261,7 @@ describe("perfev.report against perf report --stdio #perf_heavy", function()
       table.sort(t)
       return t
     end
-    local theirs = rows(P.perf(("report -i '%s' --stdio --sort dso,sym"):format(out)))
+    local theirs = rows(perf_stdio(("-i '%s' --sort dso,sym"):format(out)))
     local mine = rows((perfev_report(out, { sort = "dso,sym" })))
     assert.same(theirs, mine)
     assert.is_true(#mine >= 6)
@@ -351,7 +355,7 @@ int main(void) { for (int i = 0; i < 300; i++) { a(100000); c(100000); b(20000);
     }
     local drawn = 0
     for _, case in ipairs(cases) do
-      local theirs = P.perf(("report -i '%s' --stdio %s"):format(path, case[1]))
+      local theirs = perf_stdio(("-i '%s' %s"):format(path, case[1]))
       local mine = assert(report.open(path, case[2])):format()
       local a, na = blocks(mine)
       local b, nb = blocks(theirs)
@@ -374,7 +378,7 @@ int main(void) { for (int i = 0; i < 300; i++) { a(100000); c(100000); b(20000);
     local prog = callpaths()
     local path = assert(record("paths-g2.data", "-e cpu-clock,task-clock -c 100000 -g -- sh -c '" ..
       "for i in 1 2 3; do " .. prog .. "; ls -R /usr/share/doc >/dev/null; done'"))
-    local theirs = P.perf(("report -i '%s' --stdio"):format(path))
+    local theirs = perf_stdio(("-i '%s'"):format(path))
     local mine = assert(require("perfev.report").open(path)):format()
     local function count(text)
       local rows, lines = 0, 0
@@ -448,7 +452,7 @@ int main(void) { for (int i = 0; i < 300; i++) { a(100000); c(100000); b(20000);
     local report = require "perfev.report"
     for _, sort in ipairs { false, "trace", "comm,trace", "trace,pid" } do
       local rep = assert(report.open(path, { sort = sort or nil }))
-      local theirs = P.perf(("report -i '%s' --stdio %s"):format(path, sort and ("--sort " .. sort) or ""))
+      local theirs = perf_stdio(("-i '%s' %s"):format(path, sort and ("--sort " .. sort) or ""))
       assert.equal(strip(theirs), rep:format())
     end
     local rep = assert(report.open(path))

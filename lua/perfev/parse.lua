@@ -37,7 +37,8 @@
 --   name: the event's display name (canonical for generic and cache
 --     names, the `name=` term when given, else as typed);
 --   non-attr extras (see M.EXTRA): group (group number, 1-based, for members
---     of a {...} group), leader (true on a group's first member), group_name,
+--     of a {...} group), leader (true on a group's first member), group_name
+--     (on the leader only, as perf),
 --     sample_read (S), weak_group (W), precise_max (P), bpf_counter (b), pmu
 --     (PMU name), scale and unit (from a sysfs event's .scale/.unit), terms
 --     (the built-in terms that are not config*/name/period/freq, as given:
@@ -433,8 +434,9 @@ function P:group(name, gnum)
         ev.name = ev.name .. ((ev.pmu or not has_mods) and ":" or "") .. mods
       end
     end
-    ev.group, ev.group_name = gnum, name
-    if i == 1 then ev.leader = true end
+    -- the group's name is its leader's only, as perf's evsel group_name
+    ev.group = gnum
+    if i == 1 then ev.leader, ev.group_name = true, name end
   end
   return members
 end
