@@ -13,11 +13,14 @@ function M.is_script(words)
   return words[1] ~= nil and words[1]:match("%.lua$") ~= nil
 end
 
--- script_fn(path, args) -> a function that runs the script with its `arg`
--- (arg[0] = path, arg[1..] = args) and returns its exit status; raises
--- a load error or the script's error (nil, message from load for a
--- missing file).
-function M.script_fn(path, args)
+-- script_fn(path, args[, call]) -> a function that runs the script with
+-- its `arg` (arg[0] = path, arg[1..] = args) and returns its exit status;
+-- raises a load error or the script's error (nil, message from load for a
+-- missing file). call(chunk, ...) -> as pcall: how the chunk is called
+-- (default pcall; perfev record's calls the profiler's run, whose samples
+-- then start at the script's main chunk).
+function M.script_fn(path, args, call)
+  call = call or pcall
   local chunk, msg = loadfile(path)
   if not chunk then return nil, msg end
   return function()
@@ -30,7 +33,7 @@ function M.script_fn(path, args)
       if code == nil or code == true then code = 0 elseif code == false then code = 1 end
       error(setmetatable({ code = code }, Exit), 0)
     end
-    local ok, err = pcall(chunk, (table.unpack or rawget(_G, "unpack"))(a))
+    local ok, err = call(chunk, (table.unpack or rawget(_G, "unpack"))(a))
     os.exit = saved_exit   -- luacheck: ignore 122
     _G.arg = saved_arg
     if ok then return 0 end
