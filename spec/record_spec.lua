@@ -209,20 +209,7 @@ describe("perfev.record", function()
       assert_clean_report(path, r.lost)
     end)
 
-    -- `perf evlist -v`'s fields of a file's first event, as strings
-    local function evlist(path)
-      local out = perf(("evlist -v -i '%s'"):format(path))
-      local t = {}
-      for k, v in (out:match("[^\n]*") .. ","):gmatch("%s*([%w_{} ,]-): ([^,]*),") do t[k] = v end
-      return t
-    end
-    local CG_FIELDS = { "sample_type", "sample_regs_user", "sample_stack_user", "exclude_callchain_user",
-                        "mmap_data" }
-    local function cg_fields(t)
-      local out = {}
-      for _, k in ipairs(CG_FIELDS) do out[k] = t[k] or "0" end
-      return out
-    end
+    local cg_fields = P.call_graph_fields
     -- The samples whose leaf is in the interpreter's own binary (exe: its
     -- file name), and how many of them perf script unwinds down to libc's
     -- start. (Not the samples in libc: perf 6.1 unwinds few of those in a
@@ -260,7 +247,7 @@ describe("perfev.record", function()
         local opts = { output = path, command = "exec " .. cmd }
         for k, v in pairs(c[2]) do opts[k] = v end
         local r = assert(perfev.record(opts))
-        assert.same(cg_fields(evlist(theirs)), cg_fields(evlist(path)))
+        assert.same(cg_fields(P.evlist(theirs)), cg_fields(P.evlist(path)))
         -- (a command that runs before perfev drains its ring loses what
         -- overflows it: 60-200 kept of 450 here, when /proc/kallsyms was
         -- read after the command started)
@@ -285,8 +272,8 @@ describe("perfev.record", function()
       local path = dir .. "/own.data"
       assert(perfev.record { output = path, event = "cpu-clock/call-graph=no/", callchain = true,
                              command = "exec true" })
-      assert.equal(evlist(theirs).sample_type, evlist(path).sample_type)
-      assert.equal("IP|TID|TIME|PERIOD", evlist(path).sample_type)
+      assert.equal(P.evlist(theirs).sample_type, P.evlist(path).sample_type)
+      assert.equal("IP|TID|TIME|PERIOD", P.evlist(path).sample_type)
     end)
 
     it("writes pipe mode to a pipe, which perf script reads from stdin", function()
