@@ -21,6 +21,8 @@ local options = require "perfev.options"
 local core = require "perfev.core"
 local compat = require "perfev.compat"
 local interrupt = require "perfev.interrupt"
+local parse = require "perfev.parse"
+local terms = require "perfev.parse.terms"
 
 local M = {}
 
@@ -31,7 +33,7 @@ local POLL_MS = 100
 
 local OPTIONS = {
   output = "string|file", pipe = "boolean", event = "spec", events = "table", freq = "integer",
-  period = "integer", callchain = "boolean", sample_type = "string|table", fn = "function",
+  period = "integer", callchain = "boolean|string", sample_type = "string|table", fn = "function",
   args = "table", command = "string", pid = "integer", duration_ms = "integer",
   pages = "integer", cpus = "table", attr = "table", kernel = "boolean",
   drain_every = "any", features = "table", build_ids = "boolean", mmap_data = "boolean",
@@ -39,6 +41,75 @@ local OPTIONS = {
 
 local function fail(fmt, ...)
   options.raise("perfev.record: " .. fmt:format(...))
+end
+
+M.DEFAULT_FREQ = DEFAULT_FREQ
+
+-- perfev.record.call_graph(v) -> the call graph perf record's --call-graph
+-- names (-g: "fp") | nil, perf's message. v: true ("fp"), "fp", "dwarf"
+-- (the user stack copied into each sample, 8192 bytes, for perf to unwind
+-- with the sample's registers), "dwarf,SIZE", "lbr", "no" or false.
+-- Returns { mode, sample_type = the bits to add, fields = the other attr
+-- fields, mmap_data }: the fields the event grammar's call-graph= term sets
+-- (perfev.parse.terms), which are perf record's.
+function M.call_graph(v)
+  if v == nil or v == false then v = "no" elseif v == true then v = "fp" end
+  if type(v) ~= "string" then return nil, "expects true, false or a mode (fp, dwarf[,size], lbr, no)" end
+  local mode, size = v:match("^([^,]*),(.*)$")
+  mode = mode or v
+  if not parse.CALLGRAPH[mode] then
+    return nil, ("unknown call-graph mode '%s' (fp, dwarf[,size], lbr, no)"):format(v)
+  end
+  local ev = { _cg = mode }
+  if size then
+    if mode ~= "dwarf" then return nil, ("no more arguments needed for call-graph mode %s"):format(mode) end
+    local n = tonumber(size)
+    if not n or n ~= math.floor(n) or n <= 0 or n + 7 - (n + 7) % 8 > parse.STACK_SIZE_MAX then
+      return nil, ("incorrect stack dump size (max %d): %s"):format(parse.STACK_SIZE_MAX, size)
+    end
+    ev._stack = n
+  end
+  terms.callchain(ev, 1)
+  local cg = { mode = mode, sample_type = ev.sample_type or 0, mmap_data = ev.mmap_data, fields = {} }
+  for _, k in ipairs { "exclude_callchain_user", "sample_regs_user", "sample_stack_user", "branch_sample_type" } do
+    cg.fields[k] = ev[k]
+  end
+  return cg
+end
+
+local function mask_of(st)
+  if st == nil then return 0 end
+  if options.is_integer(st) then return st end
+  return options.call(core.attr, { sample_type = st }).sample_type
+end
+
+-- A spec with the record's call graph, unless it has its own (a
+-- call-graph= term, or the callchain bit): as in perf record, the event's
+-- own term wins over --call-graph. An event string becomes its parsed
+-- table(s).
+local function with_call_graph(s, cg, out)
+  if type(s) == "string" then
+    for _, t in ipairs(parse.list(s)) do with_call_graph(t, cg, out) end
+    return
+  end
+  local own
+  if type(s) == "table" then
+    own = s.terms and s.terms["call-graph"] ~= nil
+    local t = {}
+    for k, v in pairs(s) do t[k] = v end
+    s = t
+  else
+    s = options.call(core.attr, s)
+  end
+  local st = mask_of(s.sample_type)
+  if not (own or compat.btest(st, core.SAMPLE.CALLCHAIN)) then
+    s.sample_type = compat.bor(st, cg.sample_type)
+    for k, v in pairs(cg.fields) do
+      if k == "branch_sample_type" then v = compat.bor(mask_of(s[k]), v) end
+      s[k] = v
+    end
+  end
+  out[#out + 1] = s
 end
 
 local function check(opts)
@@ -49,6 +120,10 @@ local function check(opts)
   if opts.pid and not opts.duration_ms then fail("option 'pid' needs 'duration_ms'") end
   if opts.duration_ms and opts.duration_ms <= 0 then fail("option 'duration_ms' must be > 0") end
   if opts.period and opts.freq then fail("give 'period' or 'freq', not both") end
+  if opts.callchain ~= nil then
+    local cg, msg = M.call_graph(opts.callchain)
+    if not cg then fail("option 'callchain': %s", msg) end
+  end
   local d = opts.drain_every
   if d ~= nil and d ~= false and (not options.is_integer(d) or d <= 0) then
     fail("option 'drain_every' must be a positive integer or false")
@@ -62,6 +137,13 @@ local function sampler_opts(opts)
                comm = true, comm_exec = true, task = true, mmap2 = true,
                mmap_data = opts.mmap_data }
   if not opts.events then so.event = opts.event or "cpu-clock" end
+  local cg = opts.callchain ~= nil and M.call_graph(opts.callchain)
+  if cg and cg.mode ~= "no" then
+    local specs = {}
+    for _, e in ipairs(so.events or { so.event }) do with_call_graph(e, cg, specs) end
+    if #specs == 1 then so.event = specs[1] else so.event, so.events = nil, specs end
+    if so.mmap_data == nil then so.mmap_data = cg.mmap_data end
+  end
   -- perf record's -F default leaves an event whose spec has a period (a
   -- tracepoint: 1) as it is
   so.freq, so.default_freq = opts.freq, DEFAULT_FREQ
@@ -72,7 +154,6 @@ local function sampler_opts(opts)
     if type(extra) ~= "table" then fail("option 'sample_type' must be a name or a list of names") end
     for _, k in ipairs(extra) do st[#st + 1] = k end
   end
-  if opts.callchain then st[#st + 1] = "callchain" end
   so.sample_type = st
   if opts.command then so.command = opts.command
   elseif opts.pid then so.pid = opts.pid
@@ -96,7 +177,8 @@ end
 
 -- perfev.record(opts) -> summary | nil, message, errno
 -- opts: output ("perf.data"; a path, "-" or a file handle), pipe, event or
--- events, freq (4000) or period, callchain, sample_type (added names),
+-- events, freq (4000) or period, callchain (true or a call graph mode: see
+-- M.call_graph; an event's own call-graph= term wins), sample_type (added names),
 -- exactly one of fn (with args), command or pid (with duration_ms),
 -- pages (128 per CPU), cpus, attr, kernel, drain_every, features,
 -- build_ids, mmap_data. Ctrl-C (perfev.interrupt) ends the recording: what
@@ -105,6 +187,10 @@ function M.record(opts)
   check(opts)
   local so = sampler_opts(opts)
   local output = opts.output or "perf.data"
+  -- the kernel's text, read (/proc/kallsyms: ~150 ms here) before a
+  -- command starts: a command started first runs unrecorded meanwhile, and
+  -- the ring overflows before the first drain
+  local kernel = opts.kernel ~= false and synth.kernel() or nil
   local cmd_out
   if opts.command then
     -- the command's output goes to a file: a pipe nobody reads while the
@@ -132,8 +218,7 @@ function M.record(opts)
   -- ends it: what was recorded is written; a command got the SIGINT too and
   -- is waited for below.
   local function recording()
-    local pre = {}
-    if opts.kernel ~= false then pre[#pre + 1] = synth.kernel() end
+    local pre = { kernel }
     if not opts.command then
       for _, r in ipairs(synth.process(opts.pid or fs.own_pid(), { data = opts.mmap_data })) do
         pre[#pre + 1] = r

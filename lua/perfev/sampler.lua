@@ -17,6 +17,10 @@ local S = {}           -- session methods
 S.__index = S
 
 local SAMPLE = core.SAMPLE
+-- The sample_type bits that make the sample_id_all trailer of a non-sample
+-- record (csrc/layout.h's PERFEV_TRAILER_BITS).
+local TRAILER_BITS = compat.bor(SAMPLE.TID, SAMPLE.TIME, SAMPLE.ID, SAMPLE.STREAM_ID, SAMPLE.CPU,
+                                SAMPLE.IDENTIFIER)
 local DEFAULT_SAMPLE_TYPE = { "ip", "tid", "time", "period" }
 local DEFAULT_FREQ = 1000       -- Hz, when neither the spec nor opts give a period
 local DEFAULT_PAGES = 32        -- data pages per CPU ring
@@ -193,9 +197,11 @@ end
 local function start_command(self, cmd, sample_type)
   local me = self.me
   -- (user-space only: it counts nothing, and perf_event_paranoid 2 refuses
-  -- an unprivileged user anything else)
-  local a = core.attr { type = "software", config = core.SW.DUMMY, task = true,
-                        sample_id_all = true, sample_type = sample_type, disabled = true,
+  -- an unprivileged user anything else). Its fork record's trailer is the
+  -- events' (the bits of it alone: a dummy takes no samples, and REGS_USER
+  -- without the events' sample_regs_user would be EINVAL)
+  local a = core.attr { type = "software", config = core.SW.DUMMY, task = true, sample_id_all = true,
+                        sample_type = compat.band(sample_type, TRAILER_BITS), disabled = true,
                         exclude_kernel = true, exclude_hv = true }
   local dummy, msg, errno = core.open(a, 0, -1)
   if not dummy then return nil, msg, errno end

@@ -51,6 +51,26 @@ function M.recorder(dir, prefix)
   end
 end
 
+-- `perf evlist -v -i path`: the first event's fields, as perf prints them
+-- (strings: "IP|TID|CALLCHAIN", "0xff0fff", "1").
+function M.evlist(path)
+  local out = M.perf(("evlist -v -i '%s'"):format(path))
+  local t = {}
+  for k, v in (out:match("[^\n]*") .. ","):gmatch("%s*([%w_{} ,]-): ([^,]*),") do t[k] = v end
+  return t
+end
+
+-- The fields of an evlist (M.evlist) that a call graph mode sets ("0" when
+-- perf prints none).
+function M.call_graph_fields(t)
+  local out = {}
+  for _, k in ipairs { "sample_type", "sample_regs_user", "sample_stack_user", "exclude_callchain_user",
+                       "mmap_data" } do
+    out[k] = t[k] or "0"
+  end
+  return out
+end
+
 -- A shell command that keeps a cpu busy for about n iterations.
 function M.busy(n)
   return ("sh -c 'i=0; while [ $i -lt %d ]; do i=$((i+1)); done'"):format(n)

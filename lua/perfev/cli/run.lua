@@ -31,13 +31,17 @@ local function script_error(e)
   return M.script_traceback(debug.traceback(e, 2))
 end
 
--- script_fn(path, args, who) -> a function that runs the script with its
--- `arg` (arg[0] = path, arg[1..] = args) and returns its exit status, as
--- lua would: 0, the status of its os.exit, or 1 after an error, which is
--- written to stderr with its traceback after "who: " (the subcommand).
--- Ctrl-C (perfev.interrupt) is raised on, for the subcommand to end with
--- what it measured. nil, message when the file cannot be loaded.
-function M.script_fn(path, args, who)
+-- script_fn(path, args, who[, call]) -> a function that runs the script
+-- with its `arg` (arg[0] = path, arg[1..] = args) and returns its exit
+-- status, as lua would: 0, the status of its os.exit, or 1 after an error,
+-- which is written to stderr with its traceback after "who: " (the
+-- subcommand). Ctrl-C (perfev.interrupt) is raised on, for the subcommand
+-- to end with what it measured. nil, message when the file cannot be
+-- loaded. call(chunk, handler, ...) -> as xpcall (the default): how the
+-- chunk is called (perfev record's calls the profiler's run, whose samples
+-- then start at the script's main chunk).
+function M.script_fn(path, args, who, call)
+  call = call or xpcall
   local chunk, msg = loadfile(path)
   if not chunk then return nil, msg end
   local function handler(e)
@@ -54,8 +58,7 @@ function M.script_fn(path, args, who)
       if code == nil or code == true then code = 0 elseif code == false then code = 1 end
       error(setmetatable({ code = code }, Exit), 0)
     end
-    local unpack = table.unpack or rawget(_G, "unpack")
-    local ok, err = xpcall(chunk, handler, unpack(a))
+    local ok, err = call(chunk, handler, (table.unpack or rawget(_G, "unpack"))(a))
     os.exit = saved_exit   -- luacheck: ignore 122
     _G.arg = saved_arg
     if ok then return 0 end
