@@ -197,6 +197,8 @@ uint64_t prof_ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
 static uint64_t drain(struct profiler *p, uint64_t *nsamples)
 {
   uint64_t w = prof_ring_periods(p->ring, nsamples, &p->lost);
+  if (*nsamples && w / *nsamples != prof_budget_period(&p->budget, w / *nsamples))
+    w = *nsamples * prof_budget_period(&p->budget, w / *nsamples);
   p->samples += *nsamples;
   return w;
 }
@@ -395,6 +397,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
     uint64_t v;
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
       perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
+      v = prof_budget_period(&p->budget, v);
       if (base == -2)
         base = lua_stack(p, L, from, ids);
       int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
@@ -890,13 +893,17 @@ static int l_route(lua_State *L)
   return 1;
 }
 
-/* core.profiler_drain(ring) -> weight, samples, lost: the periods of the
- * samples ring holds (sample_type PERIOD alone), consumed; LuaJIT's engine
- * weighs its samples with it (no record tables, no iterator). */
+/* core.profiler_drain(ring[, budget]) -> weight, samples, lost: the
+ * periods of the samples ring holds (sample_type PERIOD alone), consumed
+ * (a clock's as its budget lowered it); LuaJIT's engine weighs its samples
+ * with it (no record tables, no iterator). */
 static int l_drain(lua_State *L)
 {
   struct perfev_ring *r = perfev_ring_self(L);
+  const struct prof_budget *b = prof_budget_opt(L, 2);
   uint64_t n, lost = 0, w = prof_ring_periods(r, &n, &lost);
+  if (b && n && prof_budget_period(b, w / n) != w / n)
+    w = n * prof_budget_period(b, w / n);
   lua_pushnumber(L, (lua_Number)w);
   lua_pushnumber(L, (lua_Number)n);
   lua_pushnumber(L, (lua_Number)lost);

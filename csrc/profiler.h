@@ -68,6 +68,7 @@ void prof_agg_free(struct prof_agg *a);
 struct prof_budget {
   int fd;                   /* the event's: PERF_EVENT_IOC_PERIOD */
   int asked_freq;           /* the event was asked a frequency (else a period) */
+  int clock;                /* cpu-clock, task-clock: the samples' period field stays the one at open */
   int sigtrap;              /* attr.sigtrap: no moment enabled without our handler */
   int freq;                 /* the ioctl takes a frequency (not the clocks: a period in ns) */
   uint64_t asked, value;    /* the rate or period asked; what the ioctl set last */
@@ -92,8 +93,14 @@ void prof_budget_start(struct prof_budget *b, struct perfev_ring *r);
 uint64_t prof_ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost);
 /* Adds cost ns at now (prof_budget_now()); lowers the rate when a window is over the bound. */
 void prof_budget_charge(struct prof_budget *b, uint64_t cost, uint64_t now);
+/* The period of a sample whose record says `reported`: a clock's record
+ * keeps the period it was opened with (the kernel's hrtimer events do not
+ * update last_period on PERF_EVENT_IOC_PERIOD), so once lowered, the one set. */
+uint64_t prof_budget_period(const struct prof_budget *b, uint64_t reported);
 /* Sets the budget's fields in the table on top of L (see p:read()). */
 void prof_budget_push(lua_State *L, const struct prof_budget *b);
 int perfev_profiler_budget_open_lib(lua_State *L);
+/* The budget userdata at idx, or NULL when none is there. */
+const struct prof_budget *prof_budget_opt(lua_State *L, int idx);
 
 #endif

@@ -130,6 +130,7 @@ void prof_budget_init(struct prof_budget *b, int fd, const struct perfev_attr *a
               (config == PERF_COUNT_SW_CPU_CLOCK || config == PERF_COUNT_SW_TASK_CLOCK);
   uint64_t v = perfev_attr_u64(a, freq ? "sample_freq" : "sample_period");
   b->sigtrap = perfev_attr_u64(a, "sigtrap") != 0;
+  b->clock = clock;
   b->asked_freq = freq;
   b->asked = v;
   b->freq = freq && !clock;
@@ -200,6 +201,11 @@ void prof_budget_charge(struct prof_budget *b, uint64_t cost, uint64_t now)
     lower(b, share / b->bound * 1.1);   /* a tenth to spare */
 }
 
+uint64_t prof_budget_period(const struct prof_budget *b, uint64_t reported)
+{
+  return b->clock && b->throttled && !b->freq ? b->value : reported;
+}
+
 /* The rate now: Hz for a frequency (and the clocks asked one), else the period. */
 static uint64_t rate_now(const struct prof_budget *b)
 {
@@ -237,6 +243,14 @@ struct budget_ud {
 static struct budget_ud *check_budget(lua_State *L)
 {
   return (struct budget_ud *)luaL_checkudata(L, 1, BUDGET_MT);
+}
+
+/* The budget userdata at idx, or NULL (core.profiler_drain's second argument). */
+const struct prof_budget *prof_budget_opt(lua_State *L, int idx)
+{
+  if (lua_isnoneornil(L, idx))
+    return NULL;
+  return &((struct budget_ud *)luaL_checkudata(L, idx, BUDGET_MT))->b;
 }
 
 /* core.profiler_budget(event, bound) -> budget */

@@ -350,7 +350,7 @@ function Engine:start()
   local drain = core.profiler_drain
   self.budget = core.profiler_budget(self.ev, self.max_cost or 0)
   self.c = M.collector(timed(self.jp, self.budget), function()
-    local w, _, lost = drain(ring)
+    local w, _, lost = drain(ring, self.budget)
     return w, lost
   end, { main = core.profiler_thread() })
   local co = coroutine
