@@ -57,6 +57,7 @@ build = {
             "csrc/prctl.c",
             "csrc/profiler.c",
             "csrc/profiler_agg.c",
+            "csrc/profiler_budget.c",
             "csrc/read.c",
             "csrc/ring.c",
             "csrc/ring_aux.c",

@@ -63,6 +63,8 @@ struct profiler {
   uint64_t signals, hooks, samples, lost, weight, unattributed, truncated;
   struct prof_agg agg;
   struct prof_agg taken;               /* what the last p:take() returned (swapped out) */
+  struct prof_budget budget;          /* the bound on the profiler's own cost */
+  volatile sig_atomic_t in_hook;      /* the hook charges the budget: the handler leaves it */
 };
 
 /* The profiler running on this thread. A signal handler receives no
@@ -108,6 +110,21 @@ static unsigned long perf_data(const siginfo_t *si)
   return v;
 }
 
+/* Charges the budget with the signals not charged yet and cost ns more
+ * (the hook's own time), at now. */
+static void charge(struct profiler *p, uint64_t cost, uint64_t now)
+{
+  uint64_t n = p->signals - p->budget.charged_signals;
+  p->budget.charged_signals = p->signals;
+  prof_budget_charge(&p->budget, cost + n * (p->budget.signal_ns + p->budget.irq_ns), now);
+}
+
+/* Signals that come without a hook between them (a real-time signal per
+ * overflow is queued: where delivering one costs more CPU time than the
+ * period, no Lua instruction runs between them, so no hook) are charged
+ * by the handler, every SIGNALS_CHARGED of them. */
+#define SIGNALS_CHARGED 64
+
 /* Whether the signal is this profiler's event's, else hands it on. */
 static int ours(const struct profiler *p, int sig, siginfo_t *si, void *uc)
 {
@@ -134,6 +151,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     return;
   }
   p->signals++;
+  if (!p->in_hook && p->signals - p->budget.charged_signals >= SIGNALS_CHARGED)
+    charge(p, 0, prof_budget_now());
   lua_State *T = atomic_load(&p->current);
   if (T)
     arm(p, T);
@@ -145,7 +164,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 /* Sums the periods of the samples ring r holds (sample_type PERIOD alone)
  * and consumes them; counts the samples in *n and adds the records lost to
  * *lost. Shared by the hook engine and LuaJIT's (core.profiler_drain). */
-static uint64_t ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
+uint64_t prof_ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
 {
   struct perf_event_mmap_page *pg = r->page;
   *n = 0;
@@ -177,7 +196,9 @@ static uint64_t ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
  * that comes late (a long C call) gets all the samples taken meanwhile. */
 static uint64_t drain(struct profiler *p, uint64_t *nsamples)
 {
-  uint64_t w = ring_periods(p->ring, nsamples, &p->lost);
+  uint64_t w = prof_ring_periods(p->ring, nsamples, &p->lost);
+  if (*nsamples && w / *nsamples != prof_budget_period(&p->budget, w / *nsamples))
+    w = *nsamples * prof_budget_period(&p->budget, w / *nsamples);
   p->samples += *nsamples;
   return w;
 }
@@ -395,6 +416,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
     uint64_t v;
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
       perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
+      v = prof_budget_period(&p->budget, v);
       if (base == -2)
         base = lua_stack(p, L, from, ids);
       int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
@@ -444,6 +466,9 @@ static void on_hook(lua_State *L, lua_Debug *ar)
   int chained_mask = p->prev_mask;
   restore_hook(p, L);
   if (mine && !p->oom) {
+    p->in_hook = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t t0 = prof_budget_now();
     int callee = ar->event != LUA_HOOKRET && ar->event != LUA_HOOKCOUNT &&
                  ar->event != LUA_HOOKLINE;
     if (p->native) {
@@ -455,6 +480,10 @@ static void on_hook(lua_State *L, lua_Debug *ar)
         record(p, L, callee ? 1 : 0, w, n);
       }
     }
+    uint64_t t1 = prof_budget_now();
+    charge(p, t1 > t0 ? t1 - t0 : 0, t1);
+    atomic_signal_fence(memory_order_seq_cst);
+    p->in_hook = 0;
   }
   /* the user's hook, for the events it asked for (last: it may raise) */
   if (chained && (chained_mask & event_mask(ar->event)))
@@ -582,6 +611,8 @@ static int l_start(lua_State *L)
                          "(stop it first: one per thread)");
   if (!p->ring->page)
     return luaL_error(L, "perfev.profile: the event's ring is closed");
+  prof_budget_start(&p->budget, p->ring);   /* before our handler is set: it sends signals */
+  p->in_hook = 0;
   int want = perfev_int_arg(L, 2, 0, "perfev.profile: start", "signal");
   int signo = p->sigtrap ? SIGTRAP : free_signal(want);
   if (signo < 0)
@@ -641,6 +672,7 @@ static void push_read(lua_State *L, const struct profiler *p, const struct prof_
   perfev_set_u64(L, "unattributed", p->unattributed);
   perfev_set_u64(L, "truncated", p->truncated);
   perfev_set_u64(L, "signal", (uint64_t)p->signo);
+  prof_budget_push(L, &p->budget);
 }
 
 static int l_read(lua_State *L)
@@ -818,8 +850,9 @@ static int l_wrappers(lua_State *L)
   return 2;
 }
 
-/* core.profiler(event, ring) -> profiler. The event must sample PERIOD
- * alone, the ring be its own. */
+/* core.profiler(event, ring[, bound]) -> profiler. The event must sample
+ * PERIOD alone, the ring be its own; bound: the share of the thread's CPU
+ * time the profiler may take (profiler_budget.c), none when absent. */
 static int l_new(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);
@@ -836,6 +869,7 @@ static int l_new(lua_State *L)
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
   p->native = (st & PERF_SAMPLE_CALLCHAIN) != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
+  prof_budget_init(&p->budget, ev->fd, &ev->attr, luaL_optnumber(L, 3, 0));
   p->ref = LUA_NOREF;
   p->names = LUA_NOREF;
   luaL_setmetatable(L, PROFILER_MT);
@@ -878,13 +912,17 @@ static int l_route(lua_State *L)
   return 1;
 }
 
-/* core.profiler_drain(ring) -> weight, samples, lost: the periods of the
- * samples ring holds (sample_type PERIOD alone), consumed; LuaJIT's engine
- * weighs its samples with it (no record tables, no iterator). */
+/* core.profiler_drain(ring[, budget]) -> weight, samples, lost: the
+ * periods of the samples ring holds (sample_type PERIOD alone), consumed
+ * (a clock's as its budget lowered it); LuaJIT's engine weighs its samples
+ * with it (no record tables, no iterator). */
 static int l_drain(lua_State *L)
 {
   struct perfev_ring *r = perfev_ring_self(L);
-  uint64_t n, lost = 0, w = ring_periods(r, &n, &lost);
+  const struct prof_budget *b = prof_budget_opt(L, 2);
+  uint64_t n, lost = 0, w = prof_ring_periods(r, &n, &lost);
+  if (b && n && prof_budget_period(b, w / n) != w / n)
+    w = n * prof_budget_period(b, w / n);
   lua_pushnumber(L, (lua_Number)w);
   lua_pushnumber(L, (lua_Number)n);
   lua_pushnumber(L, (lua_Number)lost);
@@ -918,5 +956,5 @@ int perfev_profiler_open_lib(lua_State *L)
   lua_setfield(L, -2, "profiler_route");
   lua_pushcfunction(L, l_drain);
   lua_setfield(L, -2, "profiler_drain");
-  return 0;
+  return perfev_profiler_budget_open_lib(L);
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include "perfev.h"
 
+struct perfev_ring;
+
 /* One frame as lua_getinfo("Sln") describes it, with its copies of the
  * strings (a function's source string can be collected before read-out). */
 struct prof_frame {
@@ -61,5 +63,44 @@ int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t
 void prof_agg_push(lua_State *L, const struct prof_agg *a);
 /* Frees everything, leaves an empty aggregation. */
 void prof_agg_free(struct prof_agg *a);
+
+/* The bound on the profiler's own cost (profiler_budget.c). */
+struct prof_budget {
+  int fd;                   /* the event's: PERF_EVENT_IOC_PERIOD */
+  int asked_freq;           /* the event was asked a frequency (else a period) */
+  int clock;                /* cpu-clock, task-clock: the samples' period field stays the one at open */
+  int sigtrap;              /* attr.sigtrap: no moment enabled without our handler */
+  int freq;                 /* the ioctl takes a frequency (not the clocks: a period in ns) */
+  uint64_t asked, value;    /* the rate or period asked; what the ioctl set last */
+  double bound;             /* the share of the thread's CPU time allowed (0: none) */
+  uint64_t signal_ns;       /* one signal's cost, measured at start */
+  uint64_t irq_ns;          /* one sample's interrupt (the event's overflow), measured at start */
+  uint64_t cpu0, win_start, win_cost, cost;
+  uint64_t charged_signals; /* the signals charged so far (the hook engine's count) */
+  uint64_t throttled;       /* how many times the rate was lowered */
+  int err;                  /* the ioctl's errno, once it failed (no more tries) */
+};
+
+/* The thread's CPU time, ns. */
+uint64_t prof_budget_now(void);
+/* For the event on fd with attr a; bound: the share allowed, 0 none. */
+void prof_budget_init(struct prof_budget *b, int fd, const struct perfev_attr *a, double bound);
+/* Measures a signal's cost and the event's interrupt's (the event enabled
+ * a moment, its samples in ring r consumed), starts the clock. */
+void prof_budget_start(struct prof_budget *b, struct perfev_ring *r);
+/* Sums the periods of the samples ring r holds (sample_type PERIOD first)
+ * and consumes them; the count in *n, the records lost added to *lost. */
+uint64_t prof_ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost);
+/* Adds cost ns at now (prof_budget_now()); lowers the rate when a window is over the bound. */
+void prof_budget_charge(struct prof_budget *b, uint64_t cost, uint64_t now);
+/* The period of a sample whose record says `reported`: a clock's record
+ * keeps the period it was opened with (the kernel's hrtimer events do not
+ * update last_period on PERF_EVENT_IOC_PERIOD), so once lowered, the one set. */
+uint64_t prof_budget_period(const struct prof_budget *b, uint64_t reported);
+/* Sets the budget's fields in the table on top of L (see p:read()). */
+void prof_budget_push(lua_State *L, const struct prof_budget *b);
+int perfev_profiler_budget_open_lib(lua_State *L);
+/* The budget userdata at idx, or NULL when none is there. */
+const struct prof_budget *prof_budget_opt(lua_State *L, int idx);
 
 #endif

@@ -18,6 +18,7 @@ local core = require "perfev.core"
 local options = require "perfev.options"
 local data = require "perfev.profile.data"
 local output = require "perfev.profile.output"
+local warn = require "perfev.warn"
 
 local unpack = table.unpack or rawget(_G, "unpack")
 local function pack(...) return { n = select("#", ...), ... } end
@@ -30,11 +31,15 @@ M.engines = {
 }
 M.DEFAULT_EVENT = "cpu-clock"
 M.DEFAULT_FREQ = 999
+-- the share of the thread's CPU time the profiler's own work may take
+-- before it lowers the rate (the kernel's perf_cpu_time_max_percent for
+-- perf record's sampling interrupt): csrc/profiler_budget.c
+M.DEFAULT_MAX_OVERHEAD = 25
 
 local OPTIONS = {
   event = "spec", freq = "positive", period = "positive", fn = "function", args = "table",
   output = "string", signal = "string|positive", pages = "positive", engine = "string",
-  name = "string", native = "boolean",
+  name = "string", native = "boolean", max_overhead = "number",
 }
 
 local function fail(msg)
@@ -46,6 +51,10 @@ local function check(opts)
   if opts.freq and opts.period then fail("give 'freq' or 'period', not both") end
   if opts.engine and not M.engines[opts.engine] then
     options.unknown("perfev.profile", "engine", opts.engine, M.engines, " (hook, jit)")
+  end
+  local mo = opts.max_overhead
+  if mo and not (mo > 0 and mo <= 100) then
+    fail("option 'max_overhead' must be a percentage above 0, at most 100 (no bound), got " .. tostring(mo))
   end
   local s = opts.signal
   if type(s) == "string" and s ~= "rt" and s ~= "sigtrap" then
@@ -73,6 +82,23 @@ local function default_engine(event, signal)
   return "hook"
 end
 
+-- The rate when none is given: a frequency (999 Hz) for the events that
+-- count time or run anywhere in code (the clocks, hardware events); a
+-- period (1: every one) for those the kernel counts at a boundary of user
+-- code (page faults, context switches, migrations, tracepoints,
+-- breakpoints: the hook engine's sigtrap events). A frequency there
+-- makes few samples of a sparse event: the kernel raises the period of
+-- a burst of faults (-F 999: 34 samples where -c 1 gives 3,773). perf
+-- record 6.1 gives page-faults -F 4000 and tracepoints period 1; the
+-- bound on the profiler's cost (max_overhead) raises the period of an
+-- event that fires too often.
+M.DEFAULT_PERIOD = 1
+function M.default_rate(event)
+  local a = require("perfev.spec").attr(event, "perfev.profile")
+  if require("perfev.profile.hook").signal_mode(a) == "sigtrap" then return nil, M.DEFAULT_PERIOD end
+  return M.DEFAULT_FREQ, nil
+end
+
 local Profiler = {}
 Profiler.__index = Profiler
 
@@ -82,7 +108,11 @@ Profiler.__index = Profiler
 local current
 
 -- perfev.profile(opts) -> profiler | nil, message, errno
--- opts: event (default "cpu-clock"), freq (999) or period, signal ("rt",
+-- opts: event (default "cpu-clock"), freq or period (by default 999 Hz,
+-- or period 1 for an event counted at a boundary of user code:
+-- M.default_rate), max_overhead
+-- (25: the percent of the thread's CPU time above which the rate is
+-- lowered, 100 for no bound), signal ("rt",
 -- "sigtrap" or a number), pages (ring data pages, 8), engine, name,
 -- fn and args (profile fn at once and return the stopped profiler),
 -- output (with fn: write the profile there).
@@ -90,10 +120,13 @@ function M.profile(opts)
   opts = check(opts)
   local event = opts.event or M.DEFAULT_EVENT
   local engine = require(M.engines[opts.engine or default_engine(event, opts.signal)])
+  local freq, period = opts.freq, opts.period
+  if not freq and not period then freq, period = M.default_rate(event) end
   local e, msg, errno = engine.new {
     event = event,
-    freq = (not opts.period) and (opts.freq or M.DEFAULT_FREQ) or nil,
-    period = opts.period, signal = opts.signal, pages = opts.pages or (opts.native and 128 or 8), native = opts.native,
+    freq = freq,
+    period = period, signal = opts.signal, pages = opts.pages or (opts.native and 128 or 8), native = opts.native,
+    max_cost = (opts.max_overhead or M.DEFAULT_MAX_OVERHEAD) / 100,
   }
   if not e then return nil, msg, errno end
   local p = setmetatable({ engine = e, name = opts.name, native = opts.native, event_name = e.event_name,
@@ -117,7 +150,15 @@ function Profiler:start()
   self.t0 = os.time()
   self.clock0 = core.clock_ns("monotonic")
   self.result = nil
+  self.warned = nil
   return self
+end
+
+-- Says once per run that the rate was lowered (perfev.warn's channel).
+local function say_throttled(self, raw)
+  if self.warned or (raw.throttled or 0) == 0 then return end
+  self.warned = true
+  warn.emit("perfev.profile: " .. data.throttle_note(raw))
 end
 
 -- p:stop() -> p (the samples are read out now).
@@ -132,6 +173,7 @@ function Profiler:stop()
   if self.native then raw = require("perfev.profile.native").symbolize(raw) end
   self.raw = raw
   self.result = nil
+  say_throttled(self, raw)
   return self
 end
 
@@ -155,6 +197,7 @@ end
 function Profiler:take()
   if not self.running then fail("the profiler is not running") end
   local raw = self.engine:take()
+  say_throttled(self, raw)
   if self.native then raw = require("perfev.profile.native").symbolize(raw) end
   return data.build(raw, self:build_opts())
 end

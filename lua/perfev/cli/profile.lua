@@ -16,8 +16,14 @@ function M.configure(cmd)
   cmd:option("-e --event", "The event to sample on (perf's names: cpu-clock, task-clock, "
                            .. "page-faults, context-switches, a tracepoint ...).", "cpu-clock")
   cmd:mutex(
-    cmd:option("-F --freq", "Samples per second."):convert(tonumber),
-    cmd:option("-c --count", "Sample every COUNT events (the sample period)."):convert(tonumber))
+    cmd:option("-F --freq", "Samples per second. Default: 999 for cpu-clock, task-clock and "
+                            .. "hardware events."):convert(tonumber),
+    cmd:option("-c --count", "Sample every COUNT events (the sample period). Default: 1 for "
+                             .. "page faults, context switches, migrations, tracepoints and "
+                             .. "breakpoints."):convert(tonumber))
+  cmd:option("--max-overhead", "The percent of the CPU time the profiler's own work may take "
+                               .. "before it lowers the rate (as the kernel bounds perf record's: "
+                               .. "perf_cpu_time_max_percent); 100: no bound.", "25"):convert(tonumber)
   cmd:flag("--native", "Join the C (native) stacks under the Lua frames.")
   cmd:option("-o --output", "Where to write the profile; the format from the name: "
                             .. ".svg, .folded, .speedscope.json, .pb.gz, .data, .txt ('-': text).", "-")
@@ -63,11 +69,12 @@ function M.run(args)
   local perfev = require "perfev"
   local ok, p, errno
   ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
-                                              period = args.count, native = args.native })
+                                              period = args.count, native = args.native,
+                                              max_overhead = args.max_overhead })
   if not ok then
     -- an unknown event in the library's words, with perf's usage status as
     -- stat and record give it
-    local bad_event = require("perfev.cli.run").event_error(p)
+    local bad_event = run.event_error(p)
     if bad_event then
       err(bad_event)
       return 129

@@ -11,6 +11,9 @@
 --   stacks = { { frames = { ids, root first }, weight, samples } },
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
+--   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
+--   throttled (times the rate was lowered), rate_asked, rate_now, rate_unit
+--   ("Hz" | "period"), max_cost (the bound, a fraction),
 -- }
 local naming = require "perfev.profile.naming"
 
@@ -220,7 +223,9 @@ function M.build(raw, opts)
   for _, s in ipairs(stacks) do
     p.weight, p.samples = p.weight + s.weight, p.samples + s.samples
   end
-  for _, k in ipairs { "lost", "signals", "hooks", "unattributed", "truncated", "mode", "signal" } do
+  for _, k in ipairs { "lost", "signals", "hooks", "unattributed", "truncated", "mode", "signal",
+                       "cost", "cpu", "signal_cost", "throttled", "rate_asked", "rate_now", "rate_unit",
+                       "max_cost", "throttle_error" } do
     p[k] = raw[k]
   end
   for _, k in ipairs { "event", "unit", "freq", "period", "name", "time", "duration",
@@ -230,6 +235,22 @@ function M.build(raw, opts)
   p.event = p.event or "?"
   p.unit = p.unit or "events"
   return p
+end
+
+-- throttle_note(profile or raw) -> the sentence that says how the rate was
+-- lowered to keep the profiler's cost within its bound, or nil when it
+-- was not (the warning, the text report, the command's summary).
+function M.throttle_note(p)
+  if (p.throttled or 0) == 0 then return nil end
+  local change
+  if p.rate_unit == "Hz" then
+    change = ("the rate was lowered from %.0f Hz to %.0f Hz"):format(p.rate_asked, p.rate_now)
+  else
+    change = ("the period was raised from %.0f to %.0f"):format(p.rate_asked, p.rate_now)
+  end
+  return ("sampling cost more than %.0f%% of the thread's CPU time: %s (%.0f times; the profiler's "
+          .. "share of the run: %.0f%%)"):format(100 * p.max_cost, change, p.throttled,
+                                                 p.cpu > 0 and 100 * p.cost / p.cpu or 0)
 end
 
 -- by_function(profile) -> { { func, label, self, total, lines = { [line] = self } } },

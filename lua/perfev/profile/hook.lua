@@ -64,7 +64,7 @@ function M.attr(o)
   return a, name, (a.type == TYPE_SOFTWARE and CLOCKS[a.config]) and "nanoseconds" or "events"
 end
 
--- new{ event, freq | period, signal, pages, native } -> engine | nil, message, errno
+-- new{ event, freq | period, signal, pages, native, max_cost } -> engine | nil, message, errno
 function M.new(o)
   local a, name, unit = M.attr(o)
   local mode = M.signal_mode(a, o.signal)
@@ -78,7 +78,7 @@ function M.new(o)
   local ring
   ring, msg, errno = ev:mmap(o.pages)
   if not ring then ev:close(); return nil, msg, errno end
-  return setmetatable({ ev = ev, ring = ring, p = core.profiler(ev, ring), signal = o.signal,
+  return setmetatable({ ev = ev, ring = ring, p = core.profiler(ev, ring, o.max_cost), signal = o.signal,
                         mode = mode, event_name = name, unit = unit, freq = o.freq,
                         period = o.period, attr_type = a.type, attr_config = a.config }, Engine)
 end

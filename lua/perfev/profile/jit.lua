@@ -352,12 +352,26 @@ function M.new(o)
   ring, msg, errno = ev:mmap(o.pages or 8)
   if not ring then ev:close() return nil, msg, errno end
   return setmetatable({ ev = ev, ring = ring, event_name = name, jp = jp,
-                        unit = unit, freq = o.freq, period = o.period,
+                        unit = unit, freq = o.freq, period = o.period, max_cost = o.max_cost,
                         attr_type = a.type, attr_config = a.config }, Engine)
 end
 
 -- jit.profile's own timer, made too slow to fire: the event is the clock
 local NO_TIMER_MS = 3600000
+
+-- jp with its callback timed: each sample's cost (the callback, and a
+-- signal's per sample) charged to budget, which lowers the event's rate
+-- past its bound (csrc/profiler_budget.c)
+local function timed(jp, budget)
+  local now, charge = budget.now, budget.charge
+  return setmetatable({ start = function(mode, cb)
+    return jp.start(mode, function(thread, samples, vmstate)
+      local t0 = now(budget)
+      cb(thread, samples, vmstate)
+      charge(budget, t0, samples)
+    end)
+  end }, { __index = jp })
+end
 
 function Engine:start()
   local core = require "perfev.core"
@@ -365,8 +379,9 @@ function Engine:start()
   -- the samples' periods the ring holds, summed and consumed in C (no
   -- record tables), and the records lost
   local drain = core.profiler_drain
-  self.c = M.collector(self.jp, function()
-    local w, _, lost = drain(ring)
+  self.budget = core.profiler_budget(self.ev, self.max_cost or 0)
+  self.c = M.collector(timed(self.jp, self.budget), function()
+    local w, _, lost = drain(ring, self.budget)
     return w, lost
   end, { main = core.profiler_thread() })
   local co = coroutine
@@ -377,6 +392,7 @@ function Engine:start()
   self.mine = { resume = resume, wrap = wrap }
   -- jit.profile's SIGPROF handler first, then the event's overflows sent
   -- as SIGPROF to this thread: each one asks jit.profile for a sample
+  self.budget:start(ring)
   self.c:start(NO_TIMER_MS)
   local ok, msg = core.profiler_route(self.ev, M.SIGPROF, ring)   -- its pages touched first
   if not ok then
@@ -422,7 +438,7 @@ end
 -- the samples so far, and a new start for the next ones
 function Engine:take()
   if not self.c then return self:read() end
-  return self.c.take()
+  return self.budget:read(self.c.take())
 end
 
 function Engine:read()
@@ -430,7 +446,7 @@ function Engine:read()
     return { frames = {}, stacks = {}, samples = 0, weight = 0, unattributed = 0, signals = 0,
              hooks = 0, lost = 0, truncated = 0, mode = "jit.profile" }
   end
-  return self.c:read()
+  return self.budget:read(self.c:read())
 end
 
 function Engine:close()

@@ -33,6 +33,8 @@ local function header(p, out)
   out[#out + 1] = "#"
   out[#out + 1] = ("# Samples: %.0f  Event count (%s): %.0f  Lost: %.0f"):format(
     p.samples, p.unit, p.weight, p.lost or 0)
+  local note = data.throttle_note(p)
+  if note then out[#out + 1] = "# Throttled: " .. note end
   if (p.outside or 0) > 0 then
     out[#out + 1] = ("# Outside the profiled function (left out): %.0f"):format(p.outside)
   end
