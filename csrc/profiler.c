@@ -857,6 +857,7 @@ static int l_new(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);
   struct perfev_ring *r = (struct perfev_ring *)luaL_checkudata(L, 2, PERFEV_RING_MT);
+  lua_Number bound = luaL_optnumber(L, 3, 0);   /* read before the userdata takes index 3 */
   uint64_t st = perfev_attr_u64(&ev->attr, "sample_type");
   if (st != PERF_SAMPLE_PERIOD && st != (PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN))
     return luaL_argerror(L, 1, "the event must sample 'period' alone, or with 'callchain'");
@@ -869,7 +870,7 @@ static int l_new(lua_State *L)
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
   p->native = (st & PERF_SAMPLE_CALLCHAIN) != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
-  prof_budget_init(&p->budget, ev->fd, &ev->attr, luaL_optnumber(L, 3, 0));
+  prof_budget_init(&p->budget, ev->fd, &ev->attr, bound);
   p->ref = LUA_NOREF;
   p->names = LUA_NOREF;
   luaL_setmetatable(L, PROFILER_MT);

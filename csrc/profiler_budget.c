@@ -306,12 +306,22 @@ static int l_read(lua_State *L)
   return 1;
 }
 
+/* tostring(budget): the bound, and whether and how often the rate was lowered */
+static int l_tostring(lua_State *L)
+{
+  const struct prof_budget *b = &check_budget(L)->b;
+  lua_pushfstring(L, BUDGET_MT "(bound %d%%, lowered %d times, %p)", (int)(b->bound * 100 + 0.5),
+                  (int)b->throttled, lua_topointer(L, 1));
+  return 1;
+}
+
 int perfev_profiler_budget_open_lib(lua_State *L)
 {
+  static const luaL_Reg meta[] = { { "__tostring", l_tostring }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "now", l_now }, { "charge", l_charge }, { "read", l_read }, { NULL, NULL }
   };
-  perfev_class_register(L, BUDGET_MT, NULL, methods);
+  perfev_class_register(L, BUDGET_MT, meta, methods);
   lua_pushcfunction(L, l_budget);
   lua_setfield(L, -2, "profiler_budget");
   return 0;

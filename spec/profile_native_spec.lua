@@ -164,6 +164,22 @@ describe("perfev.profile native = true", function()
     local faults = weight_under(pr, "toucher", function(f) return f.what == "kernel" and f.name == "exc_page_fault" end)
     print(("\n  native: %.1f%% of toucher's time in the kernel's exc_page_fault"):format(100 * faults / pr.weight))
     assert.is_true(faults / pr.weight >= 0.05, ("faults: %.3f"):format(faults / pr.weight))
+    -- its flame graph says it holds native frames, and colours each kind
+    -- apart: Lua warm, C and a library's cool (blue), the kernel's green
+    local svg = require("perfev.profile.svg").encode(pr)
+    assert.truthy(svg:find(">Lua and native functions on cpu-clock</text>", 1, true))
+    local kinds = {}
+    for title, r, g, b in svg:gmatch('<title>([^<]*)</title><rect [^>]-fill="rgb%((%d+),(%d+),(%d+)%)"') do
+      local kind = title:match(" %[kernel%] %(") and "kernel" or title:match(" %[[^%]]+%] %(") and "c"
+                   or title:match("%(.-%.lua:%d+%) %(") and "lua"
+      if kind then
+        r, g, b = tonumber(r), tonumber(g), tonumber(b)
+        local hue = b >= 200 and "blue" or (r > g and r > b) and "warm" or (g > r and b < 100) and "green" or "?"
+        assert.equal(({ kernel = "green", c = "blue", lua = "warm" })[kind], hue, title)
+        kinds[kind] = true
+      end
+    end
+    assert.is_true(kinds.kernel and kinds.c and kinds.lua, "every kind of frame in the graph")
     p:close()
   end)
 

@@ -84,6 +84,11 @@ local C_CLASSES = {
     local reader = core.group_reader({ leader }, { "faults" })
     return reader, { "1 members" }, function() reader:close() end
   end,
+  ["perfev.profiler_budget"] = function()
+    local ev = assert(core.open(sampling_attr(), 0, -1))
+    local b = core.profiler_budget(ev, 0.25)
+    return b, { "bound 25%", "lowered 0 times" }, function() ev:close() end, false
+  end,
   ["perfev.profiler"] = function()
     local ev = assert(core.open(sampling_attr(), 0, -1))
     local ring = assert(ev:mmap(1))

@@ -46,12 +46,17 @@ local function depth_of(n)
   return d + 1
 end
 
--- A stable warm colour from the name; C functions in a cool one.
+-- A stable colour from the name: Lua functions warm, C functions (Lua's
+-- "name [C]" and --native's "name [libc.so.6]") cool, the kernel's
+-- ("name [kernel]") green.
 local function colour(label)
   local h = 0
   for i = 1, #label do h = (h * 31 + label:byte(i)) % 1000003 end
   local v1, v2 = h % 97 / 97, h % 89 / 89
-  if label:find(" %[C%]$") then
+  if label:find(" %[kernel%]$") then
+    return ("rgb(%d,%d,%d)"):format(60 + math.floor(50 * v1), 170 + math.floor(60 * v2), 80)
+  end
+  if label:find(" %[[^%]]+%]$") then
     return ("rgb(%d,%d,%d)"):format(80 + math.floor(60 * v1), 170 + math.floor(50 * v2), 200)
   end
   return ("rgb(%d,%d,%d)"):format(205 + math.floor(50 * v1), 80 + math.floor(150 * v2),
@@ -164,7 +169,9 @@ local SCRIPT = [[
 function M.encode(p)
   local root = tree(p)
   local height = M.TOP + M.BOTTOM + depth_of(root) * M.ROW
-  local title = p.name or ("Lua functions on %s"):format(p.event)
+  local native = false
+  for _, f in ipairs(p.frames or {}) do native = native or f.what == "native" or f.what == "kernel" end
+  local title = p.name or ("Lua %sfunctions on %s"):format(native and "and native " or "", p.event)
   local out = {
     '<?xml version="1.0" standalone="no"?>',
     ('<svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" '
