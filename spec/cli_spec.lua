@@ -582,13 +582,7 @@ os.exit(3)
       local P = require "spec.support.perfdata"
       local dir = u.tmpdir()
       finally(function() u.rmdir(dir) end)
-      local function size(path)
-        local f = io.open(path, "rb")
-        if not f then return nil end
-        local n = f:seek("end")
-        f:close()
-        return n
-      end
+      local size = u.size
       for _, tool in ipairs { "perf", "perfev" } do
         local data = dir .. "/" .. tool .. ".x"
         local rec = tool == "perf" and function() assert(P.record(data, "-e cpu-clock -- true")) end

@@ -30,6 +30,15 @@ function M.read_file(path)
   return s
 end
 
+-- The size of a file in bytes, or nil when it cannot be opened.
+function M.size(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local n = f:seek("end")
+  f:close()
+  return n
+end
+
 function M.exists(path)
   local f = io.open(path, "r")
   if f then f:close() end
