@@ -65,6 +65,29 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
     assert.is_true(f.context_switches >= 0, out)
     assert.are.equal(f.fds_before + EVENTS, f.fds_during, out)
     assert.are.equal(f.fds_before, f.fds_after, out)
+    -- the per-frame table: mean, p50, p95, p99, max of each event, the
+    -- means adding up to the totals, the percentiles in order, and the
+    -- worst frames by task-clock, slowest first, the slowest at the max
+    local rows = {}
+    local ROW = "\n(%a[%a%- ]-) +([%d.]+) +([%d.]+) +([%d.]+) +([%d.]+) +([%d.]+)"
+    for name, mean, p50, p95, p99, max in out:gmatch(ROW) do
+      rows[name:gsub(" +$", "")] = { tonumber(mean), tonumber(p50), tonumber(p95), tonumber(p99), tonumber(max) }
+    end
+    local faults, clock = rows["page-faults"], rows["task-clock ms"]
+    assert.truthy(faults and clock and rows["context-switches"], out)
+    assert.is_true(math.abs(faults[1] * FRAMES - f.page_faults) < 1, out)
+    assert.is_true(math.abs(clock[1] * FRAMES - f.task_clock_ns / 1e6) < 0.01 * FRAMES, out)
+    for _, r in pairs(rows) do
+      assert.is_true(r[2] <= r[3] and r[3] <= r[4] and r[4] <= r[5], out)
+    end
+    assert.is_true(faults[2] >= FRAME_PAGES, out)
+    local worst = {}
+    for ms in out:gmatch("\n  frame %d+ +([%d.]+) ms  page%-faults %d+  context%-switches %d+") do
+      worst[#worst + 1] = tonumber(ms)
+    end
+    assert.are.equal(5, #worst, out)
+    assert.are.equal(clock[5], worst[1], out)
+    for i = 2, #worst do assert.is_true(worst[i] <= worst[i - 1], out) end
     print(("\nembed (%s): %d frames, g:read(t) %d ns per frame read, raw read(2) of the same group %d ns "
            .. "(ratio %.2f), fds %d -> %d -> %d")
           :format(f.runtime, f.frames, f.read_ns, f.raw_read_ns, f.ratio, f.fds_before, f.fds_during, f.fds_after))

@@ -297,6 +297,9 @@ int main(int argc, char **argv)
   printf("context_switches=%.0f\n", total(L, "context-switches"));
   lua_pop(L, 1);
   printf("read_ns=%.0f\nraw_read_ns=%.0f\nratio=%.2f\n", lua_ns, raw_ns, lua_ns / raw_ns);
+  call_game(L, "report", 1);
+  fputs(lua_tostring(L, -1), stdout);
+  lua_pop(L, 1);
 
   call_game(L, "close", 0);
   lua_close(L);
