@@ -36,13 +36,7 @@ local function readable(path)
   return nil, n
 end
 
-local function size(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local n = f:seek("end")
-  f:close()
-  return n
-end
+local size = require("spec.support.shell").size
 
 local kept = 0
 local function keep(name, path)
