@@ -59,6 +59,18 @@ describe("the perfev command on the user's path", function()
     assert.truthy(out:find("a command is required", 1, true), out)
   end)
 
+  it("passes the options after the script to the script (perfev profile, record, stat)", function()
+    local f = assert(io.open(dir .. "/args.lua", "w"))
+    f:write('io.open(arg[0] .. ".out", "w"):write(table.concat(arg, " ")):close()')
+    f:close()
+    for _, c in ipairs { "profile -o p.folded", "record -o r.data", "stat -e task-clock" } do
+      os.remove(dir .. "/args.lua.out")
+      local out, status = run("cd " .. dir .. " && " .. perfev(c .. " args.lua -i x.data --stdio -v"))
+      assert.are.equal(0, status, c .. ": " .. out)
+      assert.are.equal("-i x.data --stdio -v", u.read_file(dir .. "/args.lua.out"), c)
+    end
+  end)
+
   describe("Ctrl-C", function()
     local script
     before_each(function()

@@ -149,6 +149,23 @@ describe("perfev.profile outputs", function()
     assert.matches("dear %(", script)
   end)
 
+  it("perf.data of a profile without a sample: a file perf reads (no perf map mapping to give)", function()
+    local e = assert(perfev.profile { event = "cpu-clock", period = 1000000000 })
+    e:run(function() end)
+    assert.equal(0, e:profile().samples)
+    assert(e:write(path("empty.data")))
+    e:close()
+    local f = assert(require("perfev.perfdata").open(path("empty.data")))
+    local types = {}
+    for rec in f:records() do types[#types + 1] = rec.type end
+    f:close()
+    assert.same({ "comm" }, types)
+    if shell.have("perf") then
+      local out = shell.sh(("perf report -i %s --stdio 2>&1"):format(path("empty.data")))
+      assert.matches("has no samples", out)
+    end
+  end)
+
   it("text: per function total and self shares, sorted, with source:line", function()
     local f = assert(io.open(path("p.txt")))
     local text = f:read("a")

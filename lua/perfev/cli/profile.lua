@@ -8,6 +8,10 @@ local M = {}
 
 M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs, pprof, perf.data)"
 
+-- the script and its own options start at the first word that is not one
+-- of perfev's (perfev.cli: split_command): `perfev profile app.lua -v`
+M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "--max-overhead", "-o", "--output" }
+
 local output = require "perfev.profile.output"
 local interrupt = require "perfev.interrupt"
 local run = require "perfev.cli.run"

@@ -45,10 +45,9 @@ function M.write(p, path, opts)
   w, msg, errno = pd.create(path, a, { build_ids = false })
   if not w then return nil, msg, errno end
   local sid = { pid = pid, tid = pid, time = 0 }
-  local recs = {
-    { type = "comm", misc = 0, pid = pid, tid = pid, comm = comm_of(), sample_id = sid },
-    map:mmap_record { sample_id = sid },
-  }
+  local recs = { { type = "comm", misc = 0, pid = pid, tid = pid, comm = comm_of(), sample_id = sid } }
+  -- the perf map's mapping, when it has a line (a profile without a sample has none)
+  if #p.funcs > 0 then recs[2] = map:mmap_record { sample_id = sid } end
   -- a record per sample (perf counts them), the stack's weight shared out
   local t = 0
   for _, s in ipairs(p.stacks) do
