@@ -61,7 +61,7 @@ describe("the perfev command on the user's path", function()
 
   it("passes the options after the script to the script (perfev profile, record, stat)", function()
     local f = assert(io.open(dir .. "/args.lua", "w"))
-    f:write('io.open(arg[0] .. ".out", "w"):write(table.concat(arg, " ")):close()')
+    f:write('local o = io.open(arg[0] .. ".out", "w") o:write(table.concat(arg, " ")) o:close()')
     f:close()
     for _, c in ipairs { "profile -o p.folded", "record -o r.data", "stat -e task-clock" } do
       os.remove(dir .. "/args.lua.out")
