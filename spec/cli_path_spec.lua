@@ -99,15 +99,28 @@ describe("the perfev command on the user's path", function()
       assert.are.equal(n, samples)
     end)
 
+    -- a script in perfev's process: on LuaJIT a Ctrl-C that jit.profile's
+    -- callback takes is lost, and the script runs to its end (status 0,
+    -- doc/profile.md); such a run is tried again, up to 3 times, and said
+    local function interrupt_script(args)
+      local out, status
+      for try = 1, 3 do
+        out, status = interrupt(args)
+        if status ~= 0 then break end
+        print(("\n  Ctrl-C lost in jit.profile's callback (try %d): %s"):format(try, args))
+      end
+      return out, status
+    end
+
     it("ends perfev record of a Lua script with 130 after writing", function()
-      local out, status = interrupt("record -o int.data busy.lua 30")
+      local out, status = interrupt_script("record -o int.data busy.lua 6")
       assert.are.equal(130, status, out)
       assert.truthy(out:find("Captured and wrote", 1, true), out)
       assert.falsy(out:find("interrupted!", 1, true), out)
     end)
 
     it("ends perfev profile with 130 after writing, without an error", function()
-      local out, status = interrupt("profile -o int.folded busy.lua 30")
+      local out, status = interrupt_script("profile -o int.folded busy.lua 6")
       assert.are.equal(130, status, out)
       assert.falsy(out:find("interrupted!", 1, true), out)
       local folded = assert(u.read_file(dir .. "/int.folded"))

@@ -18,6 +18,8 @@
 --
 -- M.collector is the sampling half alone (a weigh function gives the
 -- weight), so it can be checked without a perf event.
+local interrupt = require "perfev.interrupt"
+
 local M = {}
 
 local unpack = table.unpack or rawget(_G, "unpack")
@@ -362,13 +364,24 @@ local NO_TIMER_MS = 3600000
 -- jp with its callback timed: each sample's cost (the callback, and a
 -- signal's per sample) charged to budget, which lowers the event's rate
 -- past its bound (csrc/profiler_budget.c)
+--
+-- Ctrl-C: luajit.c's SIGINT hook raises "interrupted!" at the next
+-- instruction, also inside this callback, which LuaJIT calls unprotected
+-- (an error there is a PANIC: the process died without its profile). It
+-- is caught here. A hook set from here does not outlive the callback
+-- (LuaJIT restores its hook state after it), so such a Ctrl-C is lost:
+-- the run goes on and its profile is written at its end (doc/profile.md).
 local function timed(jp, budget)
   local now, charge = budget.now, budget.charge
+  local function sample(cb, thread, samples, vmstate)
+    local t0 = now(budget)
+    cb(thread, samples, vmstate)
+    charge(budget, t0, samples)
+  end
   return setmetatable({ start = function(mode, cb)
     return jp.start(mode, function(thread, samples, vmstate)
-      local t0 = now(budget)
-      cb(thread, samples, vmstate)
-      charge(budget, t0, samples)
+      local ok, err = pcall(sample, cb, thread, samples, vmstate)
+      if not ok and not interrupt.is(err) then error(err, 0) end
     end)
   end }, { __index = jp })
 end
