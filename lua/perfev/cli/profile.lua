@@ -40,38 +40,19 @@ local function err(msg)
   return 1
 end
 
--- os.exit inside the script ends the run, not the process, so that the
--- profile is written first.
-local EXIT = {}
-
-local function run_script(p, chunk, args)
-  local exit = os.exit
-  os.exit = function(code)          -- luacheck: ignore 122
-    error(setmetatable({ code = code }, EXIT), 0)
-  end
-  local unpack = table.unpack or rawget(_G, "unpack")
-  local ok, e = pcall(p.run, p, chunk, unpack(args))
-  os.exit = exit                    -- luacheck: ignore 122
-  return ok, e
-end
-
-local function exit_code(e)
-  if getmetatable(e) ~= EXIT then return nil end
-  local c = e.code
-  if c == nil or c == true then return 0 end
-  if c == false then return 1 end
-  return tonumber(c) or 1
-end
-
 function M.run(args)
   local path = args.output or "-"
   local fmt, msg = output.format_of(path)
   if not fmt then return err(msg) end
-  local chunk
-  chunk, msg = loadfile(args.script)
-  if not chunk then err(msg) return 127 end   -- as perfev stat and record
+  -- the script: its arg, an os.exit that ends it (not perfev, so that the
+  -- profile is written first), its error printed as lua prints it
+  local p
+  local script
+  script, msg = run.script_fn(args.script, args.args or {}, "perfev profile",
+                              function(...) return run.profiled(p)(...) end)
+  if not script then err(msg) return 127 end   -- as perfev stat and record
   local perfev = require "perfev"
-  local ok, p, errno
+  local ok, errno
   ok, p, msg, errno = pcall(perfev.profile, { event = args.event, freq = args.freq,
                                               period = args.count, native = args.native,
                                               max_overhead = args.max_overhead })
@@ -86,21 +67,10 @@ function M.run(args)
     return err((require("perfev.options").strip_where(p):gsub("^perfev%.profile: ", "")))
   end
   if not p then return err(msg .. (errno and "" or "")) end
-  -- the script sees arg as under lua: arg[0] the script, arg[1..] its arguments
-  local script_args = args.args or {}
-  local saved_arg = rawget(_G, "arg")
-  local a = { [0] = args.script }
-  for i, v in ipairs(script_args) do a[i] = v end
-  rawset(_G, "arg", a)
-  local sok, e = run_script(p, chunk, script_args)
-  rawset(_G, "arg", saved_arg)
-  local code = 0
+  local sok, code = pcall(script)
   if not sok then
-    code = exit_code(e) or (interrupt.is(e) and interrupt.STATUS)
-    if not code then   -- as lua prints it: the message and the script's traceback
-      io.stderr:write("perfev profile: ", p.traceback and run.script_traceback(p.traceback) or tostring(e), "\n")
-      code = 1
-    end
+    if not interrupt.is(code) then p:close() error(code, 0) end
+    code = interrupt.STATUS   -- Ctrl-C: the profile is written, quietly
   end
   local wok, wmsg = output.write(p:profile(), path, fmt)
   p:close()

@@ -89,14 +89,8 @@ local function record_script(args, evs, words)
   local rest = {}
   for i = 2, #words do rest[#rest + 1] = words[i] end
   local p
-  -- the profiler's run keeps the traceback of the script's error (p.traceback)
-  local function call(chunk, handler, ...)
-    local ok, e = pcall(p.run, p, chunk, ...)
-    if ok then return true end
-    if type(e) ~= "string" or interrupt.is(e) or not p.traceback then return false, handler(e) end
-    return false, run.script_traceback(p.traceback)
-  end
-  local fn, msg = run.script_fn(words[1], rest, "perfev record", call)
+  local fn, msg = run.script_fn(words[1], rest, "perfev record",
+                                function(...) return run.profiled(p)(...) end)
   if not fn then fail("%s", msg) return 127 end
   local event = evs[1] or "cpu-clock"
   -- perf record's -F default leaves an event with a period of its own (a

@@ -69,6 +69,18 @@ function M.script_fn(path, args, who, call)
   end
 end
 
+-- profiled(p) -> the call script_fn takes to run the script under the
+-- profiler p (p:run, whose samples then start at the script's main chunk),
+-- the error's traceback taken where it was raised (p.traceback).
+function M.profiled(p)
+  return function(chunk, handler, ...)
+    local ok, e = pcall(p.run, p, chunk, ...)
+    if ok then return true end
+    if type(e) ~= "string" or interrupt.is(e) or not p.traceback then return false, handler(e) end
+    return false, M.script_traceback(p.traceback)
+  end
+end
+
 -- command(words) -> exit status of the command run with these words (no
 -- shell syntax), as a shell reports it: 127 and a message when it cannot
 -- be found, 128 + N when signal N ended it.
