@@ -127,7 +127,7 @@ BUSTED_RUN  = $(LUA) tools/busted.lua --ignore-lua
 VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppressions=spec/valgrind.supp \
                --errors-for-leak-kinds=definite --show-leak-kinds=definite $(VALGRIND_FLAGS)
 
-.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck \
+.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck files-doc files-doc-check \
         rockspec rockspec-check check check-asan check-valgrind bench rockcheck \
         spec-helpers bench-helpers install uninstall clean FORCE
 
@@ -210,7 +210,7 @@ demo: deps all
 	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) examples/quickstart.lua
 
 # ---- lint ----
-lint: deps lint-lua lint-c rockspec-check
+lint: deps lint-lua lint-c rockspec-check files-doc-check
 
 # Every Lua file that must run everywhere also parses under LuaJIT and Lua
 # 5.3 (fuzz/attrs.lua and driver.lua are embedded in the 5.4 fuzzers only).
@@ -248,6 +248,21 @@ rockspec-check: | $(NEED_DEPS)
 	  { echo "lint: $(ROCKSPEC) does not list csrc/*.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
 	@if command -v $(LUAROCKS) >/dev/null 2>&1; then echo "$(LUAROCKS) lint $(ROCKSPEC)"; $(LUAROCKS) lint $(ROCKSPEC); \
 	else echo "lint: $(LUAROCKS) not installed, 'luarocks lint' skipped"; fi
+
+# doc/files.md: every file of csrc/, lua/ and bin/perfev with the first
+# sentence of its opening comment. `make files-doc` rewrites it; lint fails
+# when it is stale or a file says nothing of what it holds, or when README.md
+# or doc/ names a path of the tree that does not exist.
+FILES_DOC  := doc/files.md
+FILES_LIST  = $(sort $(wildcard csrc/*.c csrc/*.h)) bin/perfev $(LUA_MODS)
+files-doc: | $(NEED_DEPS)
+	$(LUA) tools/gen-files-doc.lua $(FILES_LIST) > $(FILES_DOC).tmp
+	mv $(FILES_DOC).tmp $(FILES_DOC)
+
+files-doc-check: | $(NEED_DEPS)
+	@$(LUA) tools/gen-files-doc.lua $(FILES_LIST) | diff -u $(FILES_DOC) - >&2 || \
+	  { echo "lint: $(FILES_DOC) does not describe csrc/, lua/ and bin/perfev as they are: run 'make files-doc'" >&2; exit 1; }
+	@$(LUA) tools/check-doc-paths.lua README.md doc/*.md
 
 # ---- check: sanitizers, then valgrind ----
 check: check-asan check-valgrind
