@@ -54,13 +54,6 @@ uint64_t perfev_attr_u64(const struct perfev_attr *a, const char *name)
   return f ? field_get(a, f) : 0;
 }
 
-void perfev_attr_set_u64(struct perfev_attr *a, const char *name, uint64_t v)
-{
-  const struct perfev_field *f = perfev_field_find(name);
-  if (f)
-    field_set(a, f, v);
-}
-
 const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off)
 {
   for (size_t i = 0; i < perfev_attr_nfields; i++) {

@@ -34,7 +34,7 @@ static const struct { uint16_t off; uint8_t size; } reserved_units[] = { { 110, 
 /* Converts the first n bytes of an attr image from the other byte order:
  * every storage unit the field table knows, once, when it lies whole
  * within n. */
-void perfev_attr_swap_bytes(unsigned char *raw, size_t n)
+static void attr_swap_bytes(unsigned char *raw, size_t n)
 {
   unsigned char done[PERFEV_ATTR_SIZE] = { 0 };
   if (n > PERFEV_ATTR_SIZE)
@@ -66,7 +66,7 @@ struct perfev_attr *perfev_attr_push_bytes(lua_State *L, const unsigned char *p,
    * writer's fields cannot be named anyway */
   memcpy(raw, p, n < sizeof raw ? n : sizeof raw);
   if (swap)
-    perfev_attr_swap_bytes(raw, n);
+    attr_swap_bytes(raw, n);
   lua_pushnil(L);
   a = perfev_attr_from(L, -1);   /* an empty attr */
   lua_remove(L, -2);

@@ -255,11 +255,6 @@ int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_deco
                        const struct perfev_extra *x);
 /* Whether the iteration state at index state returns values (samples only). */
 int perfev_iter_values(lua_State *L, int state);
-/* Compiles the field names of the list at idx into sel (raises at the
- * caller naming an unknown field, with "did you mean"); the state's user
- * value at uv gets their key strings. */
-void perfev_select_compile(lua_State *L, int idx, int uv, struct perfev_select *sel,
-                           const char *who);
 
 /* ---- tallies (tally.c) ----
  * With `tally = true` (and `fields`), an iteration counts its samples by

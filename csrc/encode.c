@@ -29,7 +29,7 @@ void perfev_enc_error(struct perfev_enc *e, const char *fmt, ...)
 
 /* The buffer is a userdata in a stack slot (freed by the GC whatever
  * happens), replaced by one twice its size when it fills. */
-unsigned char *perfev_enc_room(struct perfev_enc *e, size_t n)
+static unsigned char *enc_room(struct perfev_enc *e, size_t n)
 {
   unsigned char *p;
   if (n > PERFEV_RECORD_MAX - (e->len - e->start))
@@ -53,18 +53,18 @@ unsigned char *perfev_enc_room(struct perfev_enc *e, size_t n)
 void perfev_enc_put(struct perfev_enc *e, const void *p, size_t n)
 {
   if (n)
-    memcpy(perfev_enc_room(e, n), p, n);
+    memcpy(enc_room(e, n), p, n);
 }
 
 void perfev_enc_zeros(struct perfev_enc *e, size_t n)
 {
   if (n)
-    memset(perfev_enc_room(e, n), 0, n);
+    memset(enc_room(e, n), 0, n);
 }
 
 void perfev_enc_int(struct perfev_enc *e, uint64_t v, size_t n)
 {
-  unsigned char *p = perfev_enc_room(e, n);
+  unsigned char *p = enc_room(e, n);
   if (n == 8) {
     uint64_t x = e->swap ? __builtin_bswap64(v) : v;
     memcpy(p, &x, 8);

@@ -37,8 +37,6 @@ struct perfev_enc {
   char what_buf[32];
 };
 
-/* Output: n more bytes (raises when the record outgrows header.size). */
-unsigned char *perfev_enc_room(struct perfev_enc *e, size_t n);
 void perfev_enc_put(struct perfev_enc *e, const void *p, size_t n);
 void perfev_enc_zeros(struct perfev_enc *e, size_t n);
 /* An integer of n bytes (1, 2, 4, 8) in the host's byte order, or the

@@ -87,12 +87,10 @@ uint64_t perfev_attr_u64(const struct perfev_attr *a, const char *field);
 /* The string field (uprobe_path, kprobe_func) of the attr at idx that holds
  * a pointer the attr does not own, or NULL. */
 const char *perfev_attr_foreign_string(lua_State *L, int idx);
-void perfev_attr_set_u64(struct perfev_attr *a, const char *field, uint64_t v);
 /* Name of the first field at or after byte offset off that is non-zero, or NULL. */
 const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off);
 int perfev_attr_open_lib(lua_State *L);   /* registers the metatable, pushes core.attr */
 /* attr_bytes.c: an attr from a file's bytes, in either byte order. */
-void perfev_attr_swap_bytes(unsigned char *raw, size_t n);
 struct perfev_attr *perfev_attr_push_bytes(lua_State *L, const unsigned char *p, size_t n, int swap);
 int perfev_attr_bytes_open_lib(lua_State *L);   /* core.attr_from_bytes */
 
@@ -145,11 +143,8 @@ struct perfev_entry { uint64_t value, id, lost; };
 /* Reads fd into buf and decodes it by fmt. Returns 0, an errno, or -1 when
  * the kernel returned 0 bytes (a pinned event in error state). */
 int perfev_read_fd(int fd, uint64_t fmt, uint64_t *buf, size_t cap, struct perfev_reading *r);
-void perfev_reading_entry(const struct perfev_reading *r, uint64_t i, struct perfev_entry *e);
 /* Pushes what a failed perfev_read_fd means: nil, message, errno. */
 int perfev_push_read_error(lua_State *L, int err);
-/* Pushes the scaled count of e, or false when it never ran. */
-void perfev_push_count(lua_State *L, const struct perfev_reading *r, const struct perfev_entry *e);
 int perfev_group_open_lib(lua_State *L);
 
 /* Whether a count with these times needs scaling: it ran only part of the

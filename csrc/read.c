@@ -54,7 +54,8 @@ static int decode(uint64_t fmt, const uint64_t *w, size_t nwords, struct perfev_
   return 0;
 }
 
-void perfev_reading_entry(const struct perfev_reading *r, uint64_t i, struct perfev_entry *e)
+/* Entry i of a decoded read: its value, id and lost count. */
+static void reading_entry(const struct perfev_reading *r, uint64_t i, struct perfev_entry *e)
 {
   const uint64_t *p;
   if (r->group) {
@@ -96,7 +97,8 @@ int perfev_push_read_error(lua_State *L, int err)
   return perfev_push_errno(L, err, "read");
 }
 
-void perfev_push_count(lua_State *L, const struct perfev_reading *r, const struct perfev_entry *e)
+/* Pushes the scaled count of e, or false when it never ran. */
+static void push_count(lua_State *L, const struct perfev_reading *r, const struct perfev_entry *e)
 {
   if (r->has_running && r->running == 0)
     lua_pushboolean(L, 0);
@@ -119,8 +121,8 @@ static int push_group_table(lua_State *L, const struct perfev_reading *r)
   lua_createtable(L, (int)r->nr, 4);
   lua_createtable(L, (int)r->nr, 0);
   for (uint64_t i = 0; i < r->nr; i++) {
-    perfev_reading_entry(r, i, &e);
-    perfev_push_count(L, r, &e);
+    reading_entry(r, i, &e);
+    push_count(L, r, &e);
     lua_rawseti(L, -3, (lua_Integer)i + 1);
     lua_pushinteger(L, (lua_Integer)e.id);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -205,14 +207,14 @@ int perfev_read_raw(lua_State *L)
   if (r.group) {
     lua_createtable(L, (int)r.nr, 3);
     for (uint64_t i = 0; i < r.nr; i++) {
-      perfev_reading_entry(&r, i, &e);
+      reading_entry(&r, i, &e);
       push_entry(L, &r, &e);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_pushinteger(L, (lua_Integer)r.nr);
     lua_setfield(L, -2, "nr");
   } else {
-    perfev_reading_entry(&r, 0, &e);
+    reading_entry(&r, 0, &e);
     push_entry(L, &r, &e);
   }
   push_opt(L, r.has_enabled, r.enabled);

@@ -133,7 +133,10 @@ static void unknown_field(lua_State *L, const char *who, const char *name)
                 "callchain, ...; see doc/decoding.md)", who, perfev_clip(name, clip));
 }
 
-void perfev_select_compile(lua_State *L, int idx, int uv, struct perfev_select *sel,
+/* Compiles the field names of the list at idx into sel (raises at the
+ * caller naming an unknown field, with "did you mean"); the state's user
+ * value at uv gets their key strings. */
+static void select_compile(lua_State *L, int idx, int uv, struct perfev_select *sel,
                            const char *who)
 {
   size_t n;
@@ -561,7 +564,7 @@ struct perfev_reuse *perfev_decode_state(lua_State *L, int idx, const char *who)
   uv = lua_gettop(L);
   if (opts) {
     if (lua_getfield(L, idx, "fields") != LUA_TNIL)
-      perfev_select_compile(L, -1, uv, &st->sel, who);
+      select_compile(L, -1, uv, &st->sel, who);
     lua_pop(L, 1);
     st->sel.tally = perfev_opt_bool(L, idx, "tally", 0);
     if (st->sel.tally && !st->sel.n)
