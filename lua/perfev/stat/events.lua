@@ -10,11 +10,15 @@ local perfev = require "perfev"
 
 local M = {}
 
-local TYPE_HARDWARE, TYPE_SOFTWARE, TYPE_HW_CACHE = 0, 1, 3
-local SW_CPU_CLOCK, SW_TASK_CLOCK = 0, 1
+local TYPE, HW, SW = perfev.TYPE, perfev.HW, perfev.SW
+local TYPE_HARDWARE, TYPE_SOFTWARE, TYPE_HW_CACHE = TYPE.HARDWARE, TYPE.SOFTWARE, TYPE.HW_CACHE
 
-local HW_KIND = { [0] = "cycles", [1] = "instructions", [2] = "cache-refs", [3] = "cache-misses",
-                  [4] = "branches", [5] = "branch-misses", [7] = "stalled-front", [8] = "stalled-back" }
+local HW_KIND = {
+  [HW.CPU_CYCLES] = "cycles", [HW.INSTRUCTIONS] = "instructions",
+  [HW.CACHE_REFERENCES] = "cache-refs", [HW.CACHE_MISSES] = "cache-misses",
+  [HW.BRANCH_INSTRUCTIONS] = "branches", [HW.BRANCH_MISSES] = "branch-misses",
+  [HW.STALLED_CYCLES_FRONTEND] = "stalled-front", [HW.STALLED_CYCLES_BACKEND] = "stalled-back",
+}
 -- cache ids of PERF_TYPE_HW_CACHE (the low byte of config); perf's shadow
 -- statistics use the read accesses and the read misses only
 local CACHE_KIND = { [0] = "l1d", [1] = "l1i", [2] = "ll", [3] = "dtlb", [4] = "itlb" }
@@ -56,7 +60,7 @@ local function kind_of(t)
   -- tonumber: LuaJIT may give config words as uint64_t cdata
   local ty, config = tonumber(t.type), tonumber(t.config)
   if not (ty and config) then return nil end
-  if ty == TYPE_SOFTWARE and (config == SW_CPU_CLOCK or config == SW_TASK_CLOCK) then return "nsecs" end
+  if ty == TYPE_SOFTWARE and (config == SW.CPU_CLOCK or config == SW.TASK_CLOCK) then return "nsecs" end
   if ty == TYPE_HARDWARE then return HW_KIND[config] end
   if ty == TYPE_HW_CACHE then
     local cache, op, result = CACHE_KIND[byte(config, 0)], byte(config, 1), byte(config, 2)
