@@ -489,7 +489,17 @@ static int l_records(lua_State *L)
   it->generation = r->generation;
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "order");
-    it->order = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "time") == 0;
+    if (!lua_isnil(L, -1)) {
+      const char *order = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      char clip[PERFEV_CLIP];
+      if (lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "records: option 'order' must be \"file\" or \"time\", got %s",
+                          luaL_typename(L, -1));
+      if (strcmp(order, "time") != 0 && strcmp(order, "file") != 0)
+        return luaL_error(L, "records: option 'order' must be \"file\" or \"time\", got string '%s'",
+                          perfev_clip(order, clip));
+      it->order = order[0] == 't';
+    }
     it->offsets = perfev_opt_bool(L, 2, "offsets", 0);
     lua_getfield(L, 2, "types");
     if (lua_istable(L, -1)) {

@@ -102,4 +102,23 @@ describe("perfev.perfdata time order, mapped and streamed", function()
       end
     end
   end)
+
+  it("refuses an order that is neither file nor time, in the Lua layer and in the core's reader", function()
+    local pd = require "perfev.perfdata"
+    local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+    local ok, err = pcall(f.records, f, { order = "tim" })
+    assert.is_false(ok)
+    assert.matches([[order must be "file" or "time", got string 'tim']], err, 1, true)
+    -- the core's reader under it: it read every order but "time" as file order
+    ok, err = pcall(f.r.records, f.r, { order = "tim" })
+    assert.is_false(ok)
+    assert.matches([[option 'order' must be "file" or "time", got string 'tim']], err, 1, true)
+    ok, err = pcall(f.r.records, f.r, { order = 1 })
+    assert.is_false(ok)
+    assert.matches("got number", err, 1, true)
+    local n = 0
+    for _ in f.r:records { order = "file" } do n = n + 1 end
+    assert.is_true(n > 0)
+    f:close()
+  end)
 end)
