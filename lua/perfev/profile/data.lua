@@ -43,7 +43,9 @@ end
 -- of a function in folded stacks, flame graphs and reports (no ';').
 local function label(f, name)
   local s
-  if f.what == "C" then s = name .. " [C]"
+  -- a VM state the engine gives as a C frame ("[GC]", "[JIT compiler]",
+  -- "[trace 3]") is its name alone
+  if f.what == "C" then s = name:sub(1, 1) == "[" and name or name .. " [C]"
   elseif f.what == "native" or f.what == "kernel" then
     -- native = true: "memcpy [libc.so.6]", "clear_page_erms [kernel]", "[lua5.4 (stripped)]"
     if name:sub(1, 1) == "[" then s = name
