@@ -1,0 +1,318 @@
+-- perfev.attach: the Lua stacks of a process that is already running, on
+-- any perf event, without a restart or a change to it. See doc/attach.md.
+--
+--   local perfev = require "perfev"
+--   local p = assert(perfev.attach { pid = 1234, event = "cpu-clock", freq = 99, duration = 10 })
+--   p:write("out.svg")          -- every format perfev.profile writes
+--   print(p:report())
+--
+-- The engine (csrc/attach_tracer.c, attach_wait.c): every thread of the
+-- target PTRACE_SEIZEd, a perf event per thread whose overflow signal is
+-- that thread's own (a signal whose default action is to ignore), so that
+-- each sample stops the thread where it was; the reader of its runtime
+-- (perfev.attach.puc, perfev.attach.luajit: the first whose probe
+-- recognises it) reads the Lua stack from its memory while it is stopped,
+-- then the thread goes on, the signal suppressed. A sample's weight is
+-- what the event counted on that thread since its previous sample.
+local core = require "perfev.core"
+local options = require "perfev.options"
+local open = require "perfev.open"
+local fs = require "perfev.fs"
+local hook = require "perfev.profile.hook"
+local profile = require "perfev.profile"
+local interrupt = require "perfev.interrupt"
+local target_mod = require "perfev.attach.target"
+
+local M = {}
+
+-- The readers, probed in this order.
+M.READERS = { "perfev.attach.puc", "perfev.attach.luajit" }
+
+-- The overflow signal: one whose default action is to ignore, so that one
+-- still queued when perfev dies (even SIGKILL) does nothing to the target;
+-- the first the target neither catches nor blocks.
+M.SIGNALS = { { 23, "SIGURG" }, { 28, "SIGWINCH" } }
+
+M.DEFAULT_FREQ = 99
+
+local OPTIONS = {
+  pid = "positive", event = "spec", freq = "positive", period = "positive", duration = "number",
+  native = "boolean", name = "string", reader = "table", on_sample = "function",
+}
+
+local function raise(msg) options.raise("perfev.attach: " .. msg) end
+
+-- The bit of signal sig in a /proc status mask (hex digits, sig 1 the lowest bit).
+local function has_bit(hex, sig)
+  local bit = sig - 1
+  local digit = #hex - math.floor(bit / 4)
+  if digit < 1 then return false end
+  local v = tonumber(hex:sub(digit, digit), 16)
+  return math.floor(v / 2 ^ (bit % 4)) % 2 == 1
+end
+
+-- signal(pid) -> signo, name | nil, message
+function M.signal(pid)
+  local s = fs.read(("/proc/%d/status"):format(pid))
+  if not s then return nil, ("perfev.attach: no process %d"):format(pid) end
+  local caught, blocked = s:match("SigCgt:%s*(%x+)"), s:match("SigBlk:%s*(%x+)")
+  for _, sig in ipairs(M.SIGNALS) do
+    if not (caught and has_bit(caught, sig[1])) and not (blocked and has_bit(blocked, sig[1])) then
+      return sig[1], sig[2]
+    end
+  end
+  return nil, ("perfev.attach: process %d catches or blocks SIGURG and SIGWINCH, the signals whose "
+               .. "default action is to ignore: a sample's signal left queued if perfev died would "
+               .. "reach its handler, so perfev does not attach"):format(pid)
+end
+
+-- probe(t [, reader]) -> state, reader name | nil, message: the first
+-- reader that recognises the target's runtime; the message says what each
+-- tried.
+function M.probe(t, reader)
+  local readers, why = {}, {}
+  if reader then
+    readers[1] = reader
+  else
+    for _, name in ipairs(M.READERS) do
+      local ok, r = pcall(require, name)
+      if ok then readers[#readers + 1] = r
+      else why[#why + 1] = ("%s: not installed (%s)"):format(name, tostring(r):match("^[^\n]*")) end
+    end
+  end
+  for _, r in ipairs(readers) do
+    local ok, state, msg = pcall(r.probe, t)
+    if ok and state then return state, r.name end
+    why[#why + 1] = ("%s: %s"):format(tostring(r.name), tostring(ok and msg or state))
+  end
+  return nil, ("perfev.attach: no Lua runtime recognised in process %d (%s): %s")
+    :format(t.pid, tostring(t.exe), table.concat(why, "; "))
+end
+
+-- The path perfev reads a target's source from (short_src relative to the
+-- target's working directory, through its root), as a chunk name.
+local function chunk_of(t, source)
+  local c = source:sub(1, 1)
+  if c == "=" or c == "[" or source:sub(1, 3) == "..." or source == "" then return nil end
+  local path = c == "/" and source or ((t.cwd or "") .. "/" .. source)
+  if t.root and t.root ~= "/" then path = ("/proc/%d/root%s"):format(t.pid, path) end
+  return "@" .. path
+end
+
+-- The raw profile the outputs are built from (perfev.profile.data):
+-- frames interned, stacks merged.
+local function new_raw()
+  return { frames = {}, stacks = {}, fkeys = {}, skeys = {}, lost = 0 }
+end
+
+local function intern(raw, t, f)
+  local k = table.concat({ f.what or "", f.name or "", f.source or "", tostring(f.line),
+                           tostring(f.linedefined) }, "\0")
+  local id = raw.fkeys[k]
+  if not id then
+    id = #raw.frames + 1
+    raw.frames[id] = { what = f.what, name = f.name, source = f.source, line = f.line or -1,
+                       linedefined = f.linedefined or -1,
+                       chunk = f.what ~= "C" and f.source and chunk_of(t, f.source) or nil }
+    raw.fkeys[k] = id
+  end
+  return id
+end
+
+local function add_stack(raw, t, frames, weight)
+  local ids = {}
+  for i, f in ipairs(frames) do ids[i] = intern(raw, t, f) end
+  local k = table.concat(ids, ",")
+  local s = raw.skeys[k]
+  if not s then
+    s = { weight = 0, samples = 0 }
+    for i, id in ipairs(ids) do s[i] = id end
+    raw.stacks[#raw.stacks + 1] = s
+    raw.skeys[k] = s
+  end
+  s.weight, s.samples = s.weight + weight, s.samples + 1
+end
+
+-- The session: the tracer, the events, the counts.
+local Session = {}
+Session.__index = Session
+
+local CS = 3   -- PERF_COUNT_SW_CONTEXT_SWITCHES: each stop at a sample is one of its own
+
+function Session:open_thread(tid)
+  self.how.pid = tid
+  local ev, msg, errno = open.event(self.attr, self.how)
+  if not ev then
+    -- a thread that exited meanwhile: not an error
+    if errno == core.ERRNO.ESRCH then return true end
+    return nil, msg, errno
+  end
+  local ok
+  ok, msg, errno = self.tracer:route(tid, ev)
+  if not ok then ev:close() return nil, msg, errno end
+  ev:enable()
+  self.events[tid] = ev
+  self.last[tid] = 0
+  self.threads = self.threads + 1
+  return true
+end
+
+function Session:close()
+  if self.tracer then self.tracer:close() end   -- first: detached while the events hold their fds
+  for _, ev in pairs(self.events) do ev:close() end
+  self.events = {}
+  if self.state and self.state.close then pcall(self.state.close, self.state) end
+end
+
+-- One sample: the stack read while the thread is stopped, then it goes on.
+function Session:sample(tid, regs, err)
+  local ev = self.events[tid]
+  local frames, why, kind
+  if regs then
+    local ok
+    ok, frames, why, kind = pcall(self.state.stack, self.state, tid, regs)
+    if not ok then frames, why, kind = nil, frames, "dropped" end
+  else
+    why, kind = err, "dropped"
+  end
+  self.tracer:resume(tid)
+  local count = ev and ev:read() or 0
+  if type(count) ~= "number" then count = 0 end
+  local weight = count - (self.last[tid] or 0)
+  self.last[tid] = count
+  if self.own_switch then weight = weight - 1 end    -- the stop that took the sample
+  if weight <= 0 then weight = 1 end
+  self.counts.samples = self.counts.samples + 1
+  if frames and #frames > 0 then
+    add_stack(self.raw, self.target, frames, weight)
+    self.counts.stacks = self.counts.stacks + 1
+  elseif kind == "outside" then
+    self.counts.outside = self.counts.outside + 1
+  else
+    self.counts.dropped = self.counts.dropped + 1
+    local r = tostring(why or "no stack")
+    self.reasons[r] = (self.reasons[r] or 0) + 1
+  end
+  if self.on_sample then self.on_sample(tid, frames, why) end
+end
+
+-- The loop: stop -> stack -> resume until the deadline, the target's end,
+-- or Ctrl-C. Returns why it ended.
+function Session:loop(duration)
+  local clock = function() return core.clock_ns("monotonic") / 1e9 end
+  local deadline = duration and clock() + duration
+  while true do
+    local left = deadline and (deadline - clock()) * 1000 or 200
+    if left <= 0 then return "duration" end
+    local kind, tid, a, b = self.tracer:wait(math.min(left, 200))
+    if kind == "sample" then
+      self:sample(tid, a, b)
+    elseif kind == "thread" then
+      local ok, msg, errno = self:open_thread(tid)
+      if not ok then return "error", msg, errno end
+    elseif kind == "exit" then
+      local ev = self.events[tid]
+      if ev then ev:close() self.events[tid] = nil end
+    elseif kind == "gone" then
+      return "exited"
+    elseif kind == "exec" then
+      return "exec"
+    end
+    -- "timeout", "interrupted": Lua's hook (Ctrl-C under lua.c) runs here
+  end
+end
+
+local Engine = {}
+Engine.__index = Engine
+function Engine:start() raise("an attach profile cannot be started again: call perfev.attach again") end
+function Engine:stop() end
+function Engine:read() return self.raw end
+function Engine:close() end
+function Engine:pause() raise("an attach profile has ended") end
+Engine.resume, Engine.take = Engine.pause, Engine.pause
+
+local function check(opts)
+  opts = options.check(opts, OPTIONS, "perfev.attach")
+  if not opts.pid then raise("option 'pid' is required (the process to attach to)") end
+  if opts.freq and opts.period then raise("give 'freq' or 'period', not both") end
+  if opts.duration and not (opts.duration > 0) then
+    raise("option 'duration' must be a number of seconds above 0, got " .. tostring(opts.duration))
+  end
+  if opts.pid == fs.own_pid() then
+    raise(("option 'pid': %d is this process: perfev.profile profiles it"):format(opts.pid))
+  end
+  return opts
+end
+
+-- perfev.attach(opts) -> profiler | nil, message, errno
+-- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration
+-- (seconds; none: until the target exits or Ctrl-C), name, reader (a
+-- reader module to use instead of probing), on_sample (fn(tid, frames,
+-- why), for tests). The profiler is stopped: p:write, p:format,
+-- p:report, p:profile as perfev.profile's; p.attach holds the counts.
+function M.attach(opts)
+  opts = check(opts)
+  if opts.native then
+    raise("option 'native' is not supported by attach yet (the native frames of the target "
+          .. "are not read): profile without it")
+  end
+  local pid = opts.pid
+  local event = opts.event or profile.DEFAULT_EVENT
+  local freq, period = opts.freq, opts.period
+  if not freq and not period then freq, period = profile.default_rate(event) end
+  if freq == profile.DEFAULT_FREQ then freq = M.DEFAULT_FREQ end
+  local a, event_name, unit = hook.attr { event = event, freq = freq, period = period }
+  a.wakeup_events = 1
+  a.inherit = false
+  local own_switch = a.type == core.TYPE.SOFTWARE and a.config == CS
+  if own_switch and not a.freq and a.sample_period < 2 then
+    -- each stop is a switch of the thread: at period 1 it would sample its own stop for ever
+    a.sample_period = 2
+    period = 2
+  end
+  local t, msg = target_mod.new(pid)
+  if not t then return nil, msg, core.ERRNO.ESRCH end
+  local signo, signame = M.signal(pid)
+  if not signo then return nil, signame, core.ERRNO.EBUSY end
+  local tracer, errno
+  tracer, msg, errno = core.attach_tracer(pid, signo)
+  if not tracer then return nil, msg, errno end
+  local self = setmetatable({ tracer = tracer, target = t, events = {}, last = {}, threads = 0,
+                              attr = a, event_name = event_name, own_switch = own_switch,
+                              raw = new_raw(), reasons = {}, on_sample = opts.on_sample,
+                              counts = { samples = 0, stacks = 0, dropped = 0, outside = 0 } }, Session)
+  self.how = { name = event_name, user_fallback = type(event) == "string" }
+  local ok, res, why, err = pcall(function()
+    local state, rmsg = M.probe(t, opts.reader)
+    if not state then return nil, rmsg, core.ERRNO.ENOENT end
+    self.state, self.reader = state, rmsg
+    for _, tid in ipairs(tracer:tids()) do
+      local good, omsg, oerr = self:open_thread(tid)
+      if not good then return nil, omsg, oerr end
+    end
+    local t0, c0 = os.time(), core.clock_ns("monotonic")
+    local lok, ended, lmsg, lerr = pcall(self.loop, self, opts.duration)
+    if lok and ended == "error" then return nil, lmsg, lerr end
+    self.ended = lok and ended or (interrupt.is(ended) and "interrupted") or nil
+    if not self.ended then error(ended, 0) end
+    self.t0, self.elapsed = t0, core.clock_ns("monotonic") - c0
+    return true
+  end)
+  self:close()
+  if not ok then error(res, 0) end
+  if not res then return nil, why, err end
+  local raw = self.raw
+  raw.fkeys, raw.skeys = nil, nil
+  local c = self.counts
+  raw.attach = { pid = pid, exe = t.exe, runtime = self.state.runtime, reader = self.reader,
+                 signal = signame, threads = self.threads, samples = c.samples, stacks = c.stacks,
+                 dropped = c.dropped, outside = c.outside, reasons = self.reasons, ended = self.ended }
+  local e = setmetatable({ raw = raw, attr_type = a.type, attr_config = a.config }, Engine)
+  local p = setmetatable({ engine = e, name = opts.name, event_name = event_name, unit = unit,
+                           freq = freq, period = period, raw = raw, t0 = self.t0,
+                           duration = self.elapsed, attach = raw.attach,
+                           interrupted = self.ended == "interrupted" }, profile.Profiler)
+  return p
+end
+
+return M
