@@ -77,7 +77,9 @@ function M.probe(t, reader)
     for _, name in ipairs(M.READERS) do
       local ok, r = pcall(require, name)
       if ok then readers[#readers + 1] = r
-      else why[#why + 1] = ("%s: not installed (%s)"):format(name, tostring(r):match("^[^\n]*")) end
+      elseif tostring(r):find("module '" .. name .. "' not found", 1, true) then
+        why[#why + 1] = name .. ": not installed"
+      else why[#why + 1] = ("%s: %s"):format(name, tostring(r)) end
     end
   end
   for _, r in ipairs(readers) do
@@ -193,7 +195,7 @@ function Session:sample(tid, regs, err)
     local r = tostring(why or "no stack")
     self.reasons[r] = (self.reasons[r] or 0) + 1
   end
-  if self.on_sample then self.on_sample(tid, frames, why) end
+  if self.on_sample and self.on_sample(tid, frames, why) == true then self.stop = true end
 end
 
 -- The loop: stop -> stack -> resume until the deadline, the target's end,
@@ -207,6 +209,7 @@ function Session:loop(duration)
     local kind, tid, a, b = self.tracer:wait(math.min(left, 200))
     if kind == "sample" then
       self:sample(tid, a, b)
+      if self.stop then return "stopped" end
     elseif kind == "thread" then
       local ok, msg, errno = self:open_thread(tid)
       if not ok then return "error", msg, errno end
@@ -248,7 +251,7 @@ end
 -- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration
 -- (seconds; none: until the target exits or Ctrl-C), name, reader (a
 -- reader module to use instead of probing), on_sample (fn(tid, frames,
--- why), for tests). The profiler is stopped: p:write, p:format,
+-- why) after each sample; returning true ends the run). The profiler is stopped: p:write, p:format,
 -- p:report, p:profile as perfev.profile's; p.attach holds the counts.
 function M.attach(opts)
   opts = check(opts)
@@ -259,8 +262,10 @@ function M.attach(opts)
   local pid = opts.pid
   local event = opts.event or profile.DEFAULT_EVENT
   local freq, period = opts.freq, opts.period
-  if not freq and not period then freq, period = profile.default_rate(event) end
-  if freq == profile.DEFAULT_FREQ then freq = M.DEFAULT_FREQ end
+  if not freq and not period then
+    freq, period = profile.default_rate(event)
+    if freq then freq = M.DEFAULT_FREQ end   -- a running service: a lower default rate
+  end
   local a, event_name, unit = hook.attr { event = event, freq = freq, period = period }
   a.wakeup_events = 1
   a.inherit = false
@@ -270,13 +275,14 @@ function M.attach(opts)
     a.sample_period = 2
     period = 2
   end
-  local t, msg = target_mod.new(pid)
-  if not t then return nil, msg, core.ERRNO.ESRCH end
   local signo, signame = M.signal(pid)
-  if not signo then return nil, signame, core.ERRNO.EBUSY end
-  local tracer, errno
-  tracer, msg, errno = core.attach_tracer(pid, signo)
+  if not signo then return nil, signame, core.ERRNO[signame:find("no process") and "ESRCH" or "EBUSY"] end
+  -- seized first: a refusal is the kernel's, with its reason
+  local tracer, msg, errno = core.attach_tracer(pid, signo)
   if not tracer then return nil, msg, errno end
+  local t
+  t, msg = target_mod.new(pid)
+  if not t then tracer:close() return nil, msg, core.ERRNO.ESRCH end
   local self = setmetatable({ tracer = tracer, target = t, events = {}, last = {}, threads = 0,
                               attr = a, event_name = event_name, own_switch = own_switch,
                               raw = new_raw(), reasons = {}, on_sample = opts.on_sample,
