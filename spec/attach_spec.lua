@@ -207,7 +207,8 @@ describe("perfev.attach", function()
     local perfev_out = os.tmpname()
     local cli = shell.trim(shell.sh(("%s%s -e %s bin/perfev profile -p %d -F 999 -o %s.folded > %s 2>&1 & echo $!")
       :format(util.lua_env(), util.lua_interpreter(),
-              shell.quote('package.path="./?.lua;"..package.path require("perfev.attach").READERS={"spec.support.attach_reader"}'),
+              shell.quote('package.path="./?.lua;"..package.path '
+                          .. 'require("perfev.attach").READERS={"spec.support.attach_reader"}'),
               pid, perfev_out, perfev_out)))
     finally(function() kill(pid) kill(tonumber(cli)) os.remove(out) os.remove(stop) os.remove(perfev_out) end)
     local function tracer()

@@ -225,20 +225,21 @@ function Session:loop(duration)
   end
 end
 
+-- The engine perfev.profile's profiler object holds: the run is over
+-- when perfev.attach returns it.
 local Engine = {}
 Engine.__index = Engine
-function Engine:start() raise("an attach profile cannot be started again: call perfev.attach again") end
-function Engine:stop() end
+local function over() raise("an attach profile has ended: call perfev.attach again") end
+Engine.start, Engine.pause, Engine.resume, Engine.take = over, over, over, over
+function Engine.stop() end
+function Engine.close() end
 function Engine:read() return self.raw end
-function Engine:close() end
-function Engine:pause() raise("an attach profile has ended") end
-Engine.resume, Engine.take = Engine.pause, Engine.pause
 
 local function check(opts)
   opts = options.check(opts, OPTIONS, "perfev.attach")
   if not opts.pid then raise("option 'pid' is required (the process to attach to)") end
   if opts.freq and opts.period then raise("give 'freq' or 'period', not both") end
-  if opts.duration and not (opts.duration > 0) then
+  if opts.duration and opts.duration <= 0 then
     raise("option 'duration' must be a number of seconds above 0, got " .. tostring(opts.duration))
   end
   if opts.pid == fs.own_pid() then

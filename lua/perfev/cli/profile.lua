@@ -55,7 +55,7 @@ local function attach(args, path, fmt)
     return err(("-p attaches to a running process: give -p or a script, not both (got %s)"):format(args.script))
   end
   if args.native then return err("--native is not supported with -p yet") end
-  if args.duration and not (args.duration > 0) then
+  if args.duration and args.duration <= 0 then
     return err("-d must be a number of seconds above 0")
   end
   local ok, p, msg = pcall(require("perfev").attach, { pid = args.pid, event = args.event, freq = args.freq,
