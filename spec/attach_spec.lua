@@ -151,16 +151,17 @@ describe("perfev.attach", function()
   it("ends when the target exits, and the target's exit is its own", function()
     local pid, out = start([[
       wait_traced(true)
-      for i = 1, 20 do io.write(block(i), "\n") end
+      for i = 1, 100 do io.write(block(i), "\n") end
       io.flush()
       os.exit(7)
     ]])
     finally(function() kill(pid) os.remove(out) end)
-    local p, msg = attach { pid = pid, freq = 99, duration = 60 }
+    local p, msg = attach { pid = pid, freq = 999, duration = 60 }
     assert(p, msg)
     assert.equals("exited", p.attach.ended)
+    assert.equals(7, p.attach.exit_code)
     local want = { "traced" }
-    for i = 1, 20 do want[#want + 1] = tostring(block(i)) end
+    for i = 1, 100 do want[#want + 1] = tostring(block(i)) end
     assert.equals(table.concat(want, "\n") .. "\n", shell.read_file(out))
     assert.truthy(p:profile().samples >= 1)
   end)

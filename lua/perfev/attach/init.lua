@@ -216,6 +216,10 @@ function Session:loop(duration)
     elseif kind == "exit" then
       local ev = self.events[tid]
       if ev then ev:close() self.events[tid] = nil end
+      if tid == self.target.pid and a then   -- the wait status of the process
+        if a % 128 == 0 then self.exit_code = math.floor(a / 256) % 256
+        else self.exit_signal = a % 128 end
+      end
     elseif kind == "gone" then
       return "exited"
     elseif kind == "exec" then
@@ -253,7 +257,11 @@ end
 -- (seconds; none: until the target exits or Ctrl-C), name, reader (a
 -- reader module to use instead of probing), on_sample (fn(tid, frames,
 -- why) after each sample; returning true ends the run). The profiler is stopped: p:write, p:format,
--- p:report, p:profile as perfev.profile's; p.attach holds the counts.
+-- p:report, p:profile as perfev.profile's; p.attach holds the counts:
+-- { pid, exe, runtime, reader, signal, threads, samples, stacks, dropped,
+-- outside, reasons (why -> count of the dropped), ended ("duration",
+-- "exited", "exec", "interrupted", "stopped"), exit_code | exit_signal
+-- (the target's, when it exited while attached) }.
 function M.attach(opts)
   opts = check(opts)
   if opts.native then
@@ -313,7 +321,8 @@ function M.attach(opts)
   local c = self.counts
   raw.attach = { pid = pid, exe = t.exe, runtime = self.state.runtime, reader = self.reader,
                  signal = signame, threads = self.threads, samples = c.samples, stacks = c.stacks,
-                 dropped = c.dropped, outside = c.outside, reasons = self.reasons, ended = self.ended }
+                 dropped = c.dropped, outside = c.outside, reasons = self.reasons, ended = self.ended,
+                 exit_code = self.exit_code, exit_signal = self.exit_signal }
   local e = setmetatable({ raw = raw, attr_type = a.type, attr_config = a.config }, Engine)
   local p = setmetatable({ engine = e, name = opts.name, event_name = event_name, unit = unit,
                            freq = freq, period = period, raw = raw, t0 = self.t0,
