@@ -143,7 +143,8 @@ describe("perfev.attach", function()
     for tid, name in pairs(tids) do
       if tid ~= pid and name == "threads.so" then in_helper = in_helper + 1 end
     end
-    assert.truthy(in_helper >= 1, "no sample of the new thread in threads.so")
+    assert.truthy(in_helper >= 1, "no sample of the new thread in threads.so: "
+                  .. tostring(p:format("folded")) .. " " .. tostring(p.attach.ended))
     wait_for(function() return not alive(pid) end, "the target's end")
     assert.equals("traced\njoined\nuntraced\ndone\n", shell.read_file(out))
   end)

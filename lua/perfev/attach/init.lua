@@ -30,10 +30,14 @@ M.READERS = { "perfev.attach.puc", "perfev.attach.luajit" }
 
 -- The overflow signal: one whose default action is to ignore, so that one
 -- still queued when perfev dies (even SIGKILL) does nothing to the target;
--- the first the target neither catches nor blocks.
+-- the first the target does not catch (SigCgt: a handler of its own would
+-- run). One a thread blocks stays pending until it unblocks it (glibc
+-- blocks every signal for a moment around posix_spawn): the sample is
+-- taken then.
 M.SIGNALS = { { 23, "SIGURG" }, { 28, "SIGWINCH" } }
 
 M.DEFAULT_FREQ = 99
+M.MIN_SWITCH_PERIOD = 3
 
 local OPTIONS = {
   pid = "positive", event = "spec", freq = "positive", period = "positive", duration = "number",
@@ -55,15 +59,13 @@ end
 function M.signal(pid)
   local s = fs.read(("/proc/%d/status"):format(pid))
   if not s then return nil, ("perfev.attach: no process %d"):format(pid) end
-  local caught, blocked = s:match("SigCgt:%s*(%x+)"), s:match("SigBlk:%s*(%x+)")
+  local caught = s:match("SigCgt:%s*(%x+)")
   for _, sig in ipairs(M.SIGNALS) do
-    if not (caught and has_bit(caught, sig[1])) and not (blocked and has_bit(blocked, sig[1])) then
-      return sig[1], sig[2]
-    end
+    if not (caught and has_bit(caught, sig[1])) then return sig[1], sig[2] end
   end
-  return nil, ("perfev.attach: process %d catches or blocks SIGURG and SIGWINCH, the signals whose "
-               .. "default action is to ignore: a sample's signal left queued if perfev died would "
-               .. "reach its handler, so perfev does not attach"):format(pid)
+  return nil, ("perfev.attach: process %d catches SIGURG and SIGWINCH, the signals whose default "
+               .. "action is to ignore: a sample's signal left queued if perfev died would reach "
+               .. "its handler, so perfev does not attach"):format(pid)
 end
 
 -- probe(t [, reader]) -> state, reader name | nil, message: the first
@@ -278,11 +280,17 @@ function M.attach(opts)
   local a, event_name, unit = hook.attr { event = event, freq = freq, period = period }
   a.wakeup_events = 1
   a.inherit = false
+  -- the weight is the count read at each sample, not the record's period: a
+  -- software event with sample_type PERIOD and a fixed period overflows at
+  -- every event (the kernel reports each one's period, perf_swevent_event)
+  a.sample_type = 0
   local own_switch = a.type == core.TYPE.SOFTWARE and a.config == CS
-  if own_switch and not a.freq and a.sample_period < 2 then
-    -- each stop is a switch of the thread: at period 1 it would sample its own stop for ever
-    a.sample_period = 2
-    period = 2
+  if own_switch and a.freq == 0 and a.sample_period < M.MIN_SWITCH_PERIOD then
+    -- the stop at a sample is a switch of the thread, and the signal wakes a
+    -- sleeping one, which sleeps again (a second switch): below a period of 3
+    -- the thread would take samples of its own stops for as long as it sleeps
+    a.sample_period = M.MIN_SWITCH_PERIOD
+    period = M.MIN_SWITCH_PERIOD
   end
   local signo, signame = M.signal(pid)
   if not signo then return nil, signame, core.ERRNO[signame:find("no process") and "ESRCH" or "EBUSY"] end
