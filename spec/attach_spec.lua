@@ -149,6 +149,23 @@ describe("perfev.attach", function()
     assert.equals("traced\njoined\nuntraced\ndone\n", shell.read_file(out))
   end)
 
+  it("joins the native frames of each sample (native = true), named from the target's files", function()
+    local pid, out = start("wait_traced(true) local i = 0 while true do i = i + 1 block(i) io.write('') end")
+    finally(function() kill(pid) os.remove(out) end)
+    local p, msg = attach { pid = pid, freq = 199, native = true, duration = 1 }
+    assert(p, msg)
+    local pr = p:profile()
+    assert.truthy(pr.samples >= 1)
+    local exe = core.readlink("/proc/self/exe"):match("[^/]*$")
+    local named = 0
+    for _, f in ipairs(pr.frames) do
+      -- the interpreter's own frames: named, or "[lua5.4 (stripped)]" as Debian ships it
+      if f.what == "native" and (f.source == exe or f.source:match("^lib")) then named = named + 1 end
+    end
+    assert.truthy(named >= 1, p:format("folded"))
+    assert.truthy(alive(pid))
+  end)
+
   it("ends when the target exits, and the target's exit is its own", function()
     local pid, out = start([[
       wait_traced(true)
@@ -286,7 +303,9 @@ describe("perfev profile -p", function()
                           .. "sleep 0.5; kill -INT $c; wait $c; echo \"rc=$?\"")
       :format(util.lua_env(), util.lua_interpreter(), PRE, pid, txt, pid))
     assert.matches("rc=130", res, 1, true)
-    assert.matches("# perfev profile: Lua functions on event 'cpu%-clock' %(99 Hz%)", shell.read_file(txt))
+    local text = shell.read_file(txt)
+    assert.matches("# perfev profile: Lua functions on event 'cpu%-clock' %(99 Hz%)", text)
+    assert.matches("# Attached to process " .. pid .. " %(", text)
     wait_for(function() return not alive(pid) end, "the target's end")
     assert.equals("traced\nuntraced\n", shell.read_file(out))
   end)

@@ -38,6 +38,7 @@ M.SIGNALS = { { 23, "SIGURG" }, { 28, "SIGWINCH" } }
 
 M.DEFAULT_FREQ = 99
 M.MIN_SWITCH_PERIOD = 3
+M.NATIVE_PAGES = 8       -- ring data pages per thread with native = true
 
 local OPTIONS = {
   pid = "positive", event = "spec", freq = "positive", period = "positive", duration = "number",
@@ -111,21 +112,22 @@ end
 
 local function intern(raw, t, f)
   local k = table.concat({ f.what or "", f.name or "", f.source or "", tostring(f.line),
-                           tostring(f.linedefined) }, "\0")
+                           tostring(f.linedefined), tostring(f.ip) }, "\0")
   local id = raw.fkeys[k]
   if not id then
     id = #raw.frames + 1
     raw.frames[id] = { what = f.what, name = f.name, source = f.source, line = f.line or -1,
-                       linedefined = f.linedefined or -1,
+                       linedefined = f.linedefined or -1, ip = f.ip,
                        chunk = f.what ~= "C" and f.source and chunk_of(t, f.source) or nil }
     raw.fkeys[k] = id
   end
   return id
 end
 
-local function add_stack(raw, t, frames, weight)
+local function add_stack(raw, t, frames, weight, natives)
   local ids = {}
   for i, f in ipairs(frames) do ids[i] = intern(raw, t, f) end
+  for _, f in ipairs(natives or {}) do ids[#ids + 1] = intern(raw, t, f) end
   local k = table.concat(ids, ",")
   local s = raw.skeys[k]
   if not s then
@@ -135,6 +137,27 @@ local function add_stack(raw, t, frames, weight)
     raw.skeys[k] = s
   end
   s.weight, s.samples = s.weight + weight, s.samples + 1
+end
+
+-- The native frames of a sample (native = true): the callchain of the last
+-- sample record in the thread's ring, outermost first, as
+-- perfev.profile.native takes them ({ what = "native" | "kernel", ip }).
+-- The decoder gives the addresses without the PERF_CONTEXT_* markers, and
+-- the segments they open in callchain_contexts ({ context = "user" |
+-- "kernel" | ..., first, last }).
+
+local function native_frames(rec)
+  local chain, space = rec.callchain, {}
+  for _, seg in ipairs(rec.callchain_contexts or {}) do
+    local what = seg.context == "user" and "native" or "kernel"
+    for i = seg.first, seg.last do space[i] = what end
+  end
+  local out = {}
+  for i = #chain, 1, -1 do
+    local ip = chain[i]
+    out[#out + 1] = { what = space[i] or (ip < 0 and "kernel" or "native"), ip = ip }
+  end
+  return out
 end
 
 -- The session: the tracer, the events, the counts.
@@ -151,9 +174,19 @@ function Session:open_thread(tid)
     if errno == core.ERRNO.ESRCH then return true end
     return nil, msg, errno
   end
+  if self.native then
+    local ring
+    ring, msg, errno = ev:mmap(M.NATIVE_PAGES)
+    if not ring then ev:close() return nil, msg, errno end
+    self.rings[tid] = ring
+  end
   local ok
   ok, msg, errno = self.tracer:route(tid, ev)
-  if not ok then ev:close() return nil, msg, errno end
+  if not ok then
+    if self.rings[tid] then self.rings[tid]:close() self.rings[tid] = nil end
+    ev:close()
+    return nil, msg, errno
+  end
   ev:enable()
   self.events[tid] = ev
   self.last[tid] = 0
@@ -163,9 +196,21 @@ end
 
 function Session:close()
   if self.tracer then self.tracer:close() end   -- first: detached while the events hold their fds
+  for _, ring in pairs(self.rings) do ring:close() end
+  self.rings = {}
   for _, ev in pairs(self.events) do ev:close() end
   self.events = {}
   if self.state and self.state.close then pcall(self.state.close, self.state) end
+end
+
+function Session:callchain(tid)
+  local ring, chain = self.rings[tid], nil
+  if not ring then return nil end
+  for rec in ring:records() do
+    -- a record's tables are the decoder's to reuse: read at once
+    if rec.type == "sample" and rec.callchain then chain = native_frames(rec) end
+  end
+  return chain
 end
 
 -- One sample: the stack read while the thread is stopped, then it goes on.
@@ -180,6 +225,7 @@ function Session:sample(tid, regs, err)
     why, kind = err, "dropped"
   end
   self.tracer:resume(tid)
+  local natives = self.native and self:callchain(tid)
   local count = ev and ev:read() or 0
   if type(count) ~= "number" then count = 0 end
   local weight = count - (self.last[tid] or 0)
@@ -188,10 +234,12 @@ function Session:sample(tid, regs, err)
   if weight <= 0 then weight = 1 end
   self.counts.samples = self.counts.samples + 1
   if frames and #frames > 0 then
-    add_stack(self.raw, self.target, frames, weight)
+    add_stack(self.raw, self.target, frames, weight, natives)
     self.counts.stacks = self.counts.stacks + 1
   elseif kind == "outside" then
     self.counts.outside = self.counts.outside + 1
+    -- with the native frames, a sample outside Lua is its native stack
+    if natives and #natives > 0 then add_stack(self.raw, self.target, {}, weight, natives) end
   else
     self.counts.dropped = self.counts.dropped + 1
     local r = tostring(why or "no stack")
@@ -216,7 +264,8 @@ function Session:loop(duration)
       local ok, msg, errno = self:open_thread(tid)
       if not ok then return "error", msg, errno end
     elseif kind == "exit" then
-      local ev = self.events[tid]
+      local ev, ring = self.events[tid], self.rings[tid]
+      if ring then ring:close() self.rings[tid] = nil end
       if ev then ev:close() self.events[tid] = nil end
       if tid == self.target.pid and a then   -- the wait status of the process
         if a % 128 == 0 then self.exit_code = math.floor(a / 256) % 256
@@ -240,6 +289,20 @@ Engine.start, Engine.pause, Engine.resume, Engine.take = over, over, over, over
 function Engine.stop() end
 function Engine.close() end
 function Engine:read() return self.raw end
+
+-- symbolize(raw, pid) -> raw with the native frames named from the
+-- target's maps (perfev.profile.native); a target gone meanwhile has no
+-- maps to read: its native frames keep their addresses as names.
+function M.symbolize(raw, pid)
+  local ok, named = pcall(require("perfev.profile.native").symbolize, raw, pid)
+  if ok then return named end
+  for _, f in ipairs(raw.frames) do
+    if f.ip and not f.name then
+      f.name, f.source = ("[%s]"):format(require("perfev.compat").hex(f.ip)), "?"
+    end
+  end
+  return raw
+end
 
 local function check(opts)
   opts = options.check(opts, OPTIONS, "perfev.attach")
@@ -266,10 +329,6 @@ end
 -- (the target's, when it exited while attached) }.
 function M.attach(opts)
   opts = check(opts)
-  if opts.native then
-    raise("option 'native' is not supported by attach yet (the native frames of the target "
-          .. "are not read): profile without it")
-  end
   local pid = opts.pid
   local event = opts.event or profile.DEFAULT_EVENT
   local freq, period = opts.freq, opts.period
@@ -282,8 +341,9 @@ function M.attach(opts)
   a.inherit = false
   -- the weight is the count read at each sample, not the record's period: a
   -- software event with sample_type PERIOD and a fixed period overflows at
-  -- every event (the kernel reports each one's period, perf_swevent_event)
-  a.sample_type = 0
+  -- every event (the kernel reports each one's period, perf_swevent_event).
+  -- native = true: each sample's callchain, from a small ring per thread
+  a.sample_type = opts.native and "callchain" or 0
   local own_switch = a.type == core.TYPE.SOFTWARE and a.config == CS
   if own_switch and a.freq == 0 and a.sample_period < M.MIN_SWITCH_PERIOD then
     -- the stop at a sample is a switch of the thread, and the signal wakes a
@@ -300,7 +360,8 @@ function M.attach(opts)
   local t
   t, msg = target_mod.new(pid)
   if not t then tracer:close() return nil, msg, core.ERRNO.ESRCH end
-  local self = setmetatable({ tracer = tracer, target = t, events = {}, last = {}, threads = 0,
+  local self = setmetatable({ tracer = tracer, target = t, events = {}, rings = {}, native = opts.native,
+                              last = {}, threads = 0,
                               attr = a, event_name = event_name, own_switch = own_switch,
                               raw = new_raw(), reasons = {}, on_sample = opts.on_sample,
                               counts = { samples = 0, stacks = 0, dropped = 0, outside = 0 } }, Session)
@@ -326,6 +387,7 @@ function M.attach(opts)
   if not res then return nil, why, err end
   local raw = self.raw
   raw.fkeys, raw.skeys = nil, nil
+  if opts.native then raw = M.symbolize(raw, pid) end
   local c = self.counts
   raw.attach = { pid = pid, exe = t.exe, runtime = self.state.runtime, reader = self.reader,
                  signal = signame, threads = self.threads, samples = c.samples, stacks = c.stacks,

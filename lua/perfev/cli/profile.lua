@@ -54,12 +54,12 @@ local function attach(args, path, fmt)
   if args.script then
     return err(("-p attaches to a running process: give -p or a script, not both (got %s)"):format(args.script))
   end
-  if args.native then return err("--native is not supported with -p yet") end
   if args.duration and args.duration <= 0 then
     return err("-d must be a number of seconds above 0")
   end
   local ok, p, msg = pcall(require("perfev").attach, { pid = args.pid, event = args.event, freq = args.freq,
-                                                       period = args.count, duration = args.duration })
+                                                       period = args.count, duration = args.duration,
+                                                       native = args.native })
   if not ok then
     local bad_event = run.event_error(p)
     if bad_event then err(bad_event) return 129 end
