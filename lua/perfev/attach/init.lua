@@ -217,14 +217,16 @@ end
 function Session:sample(tid, regs, err)
   local ev = self.events[tid]
   local frames, why, kind
+  local ok = true
   if regs then
-    local ok
     ok, frames, why, kind = pcall(self.state.stack, self.state, tid, regs)
     if not ok then frames, why, kind = nil, frames, "dropped" end
   else
     why, kind = err, "dropped"
   end
   self.tracer:resume(tid)
+  -- Ctrl-C (lua.c's hook) raised inside the reader ends the run as anywhere else
+  if not ok and interrupt.is(why) then error(why, 0) end
   local natives = self.native and self:callchain(tid)
   local count = ev and ev:read() or 0
   if type(count) ~= "number" then count = 0 end

@@ -61,6 +61,7 @@ local function attach(args, path, fmt)
                                                        period = args.count, duration = args.duration,
                                                        native = args.native })
   if not ok then
+    if interrupt.is(p) then return interrupt.STATUS end   -- Ctrl-C before the first sample
     local bad_event = run.event_error(p)
     if bad_event then err(bad_event) return 129 end
     return err((require("perfev.options").strip_where(p):gsub("^perfev%.attach: ", "")))
