@@ -18,7 +18,7 @@ local ROUNDS = tonumber(arg and arg[1]) or 3
 local LUA = os.getenv("LUA") or "lua5.4"
 local N = tonumber(os.getenv("PERFEV_BENCH_N")) or (LUA:find("luajit") and 40000000 or 6000000)
 -- the children find this checkout's modules first, then those of LUA_PATH
-local ENV = ("LUA_PATH='lua/?.lua;lua/?/init.lua;./?/init.lua;%s;' LUA_CPATH='build/?.so;;' ")
+local ENV = ("LUA_PATH='lua/?.lua;lua/?/init.lua;./?/init.lua;%s;;' LUA_CPATH='build/?.so;;' ")
             :format(os.getenv("LUA_PATH") or "")
 
 -- ---- the workload, in the child: `bench/attach.lua --workload [wait]` ----

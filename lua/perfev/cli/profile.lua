@@ -75,6 +75,12 @@ local function attach(args, path, fmt)
                                                 a.dropped, a.outside, a.threads,
                                                 a.ended == "exited" and "; the process exited" or "",
                                                 path ~= "-" and (" (%s) written to %s"):format(pr.event, path) or ""))
+  -- why samples were dropped: the most frequent reason
+  local top, n = nil, 0
+  for why, k in pairs(a.reasons or {}) do
+    if k > n then top, n = why, k end
+  end
+  if top then io.stderr:write(("perfev profile: %d of the dropped samples: %s\n"):format(n, top)) end
   return p.interrupted and interrupt.STATUS or 0
 end
 
