@@ -255,6 +255,49 @@ describe("perfev.attach", function()
   end)
 end)
 
+describe("perfev.attach.target", function()
+  local target = require "perfev.attach.target"
+
+  it("reads memory, the same through the page cache of a hold and across its pages", function()
+    local t = assert(target.new(util.pid()))
+    local exe = core.readlink("/proc/self/exe")
+    assert.equals(exe, t.exe)
+    local m
+    for _, x in ipairs(t.maps) do
+      if x.path == exe and x.offset == 0 then m = x break end
+    end
+    assert(m, "the executable's first mapping")
+    assert.equals("\127ELF", t:read(m.lo, 4))
+    assert.equals(2, t:u8(m.lo + 4))                    -- ELFCLASS64
+    local direct = assert(t:read(m.lo + target.PAGE - 6, 12))
+    local lo, hi = t:u64parts(m.lo + 24)                -- e_entry
+    t:hold()
+    assert.equals(direct, t:read(m.lo + target.PAGE - 6, 12))
+    assert.equals("\127ELF", t:read(m.lo, 4))
+    local lo2, hi2 = t:u64parts(m.lo + 24)
+    assert.equals(lo, lo2)
+    assert.equals(hi, hi2)
+    assert.is_nil(t:read(0, 8))                          -- page 0 is never mapped
+    t:flush()
+    local s, msg, errno = t:read(0, 8)
+    assert.is_nil(s)
+    assert.matches("not mapped", msg)
+    assert.equals(core.ERRNO.EFAULT, errno)
+    -- e_ident after the magic: class 64, little-endian, version 1, OS ABI 0
+    assert.equals("\2\1\1", t:cstring(m.lo + 4, 8))
+    assert.is_nil(t:cstring(m.lo, 3))                  -- no NUL within the bound
+  end)
+
+  it("finds a function symbol of a mapped object at the address the process maps it", function()
+    local t = assert(target.new(util.pid()))
+    local addr = t:symbol("lua_pushinteger") or t:symbol("lua_pushnumber")
+    assert.truthy(addr, "a Lua API function in the interpreter's .dynsym")
+    local m = t:map_of(addr)
+    assert.truthy(m and m.perms:sub(3, 3) == "x", "in an executable mapping")
+    assert.is_nil(t:symbol("no_such_function_here"))
+  end)
+end)
+
 describe("perfev profile -p", function()
   if not util.is_root() then
     pending("needs root, skipped")
