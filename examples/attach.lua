@@ -14,8 +14,8 @@ if not pid then
   local f = assert(io.open(program, "w"))
   f:write([[
 local function work(n) local s = 0 for i = 1, n do s = s + i % 7 end return s end
-local function light() return work(100000) end
-local function heavy() return work(300000) end
+local function light() local s = work(100000) return s end   -- not a tail call: light stays on the stack
+local function heavy() local s = work(300000) return s end
 while true do light() heavy() end
 ]])
   f:close()
