@@ -185,6 +185,33 @@ describe("perfev.attach", function()
     assert.truthy(p:profile().samples >= 1)
   end)
 
+  it("keeps a target stopped by SIGSTOP stopped, detaches, and it goes on at SIGCONT", function()
+    local pid, out = start([[
+      wait_traced(true)
+      for i = 1, 60 do io.write(block(i), "\n") io.flush() end
+      wait_traced(false)
+    ]])
+    finally(function() kill(pid) os.remove(out) end)
+    local stopped = false
+    local p, msg = attach { pid = pid, freq = 999, duration = 1.5, on_sample = function()
+      if not stopped then stopped = true os.execute("kill -STOP " .. pid) end
+    end }
+    assert(p, msg)
+    assert.is_true(stopped)
+    -- detached, it goes back to the stop of its own SIGSTOP (the kernel wakes it to re-enter it)
+    wait_for(function() return alive(pid):match("State:%s*T") end, "the target stopped by its SIGSTOP")
+    assert.matches("TracerPid:%s*0\n", alive(pid))
+    local before = shell.read_file(out)
+    os.execute("sleep 0.3")
+    assert.equals(before, shell.read_file(out))       -- no progress while stopped
+    os.execute("kill -CONT " .. pid)
+    wait_for(function() return not alive(pid) end, "the target's end")
+    local want = { "traced" }
+    for i = 1, 60 do want[#want + 1] = tostring(block(i)) end
+    want[#want + 1] = "untraced"
+    assert.equals(table.concat(want, "\n") .. "\n", shell.read_file(out))
+  end)
+
   it("leaves a child the target forks untraced and unharmed", function()
     local child = tmpfile("local s = 0 for j = 1, 3000000 do s = (s * 31 + j) % 1000000007 end print(s)")
     local pid, out = start(([[
