@@ -30,6 +30,9 @@ build = {
    modules = {
       ["perfev.core"] = {
          sources = {
+            "csrc/attach_mem.c",
+            "csrc/attach_tracer.c",
+            "csrc/attach_wait.c",
             "csrc/attr.c",
             "csrc/attr_bytes.c",
             "csrc/attr_fields.c",
@@ -71,6 +74,8 @@ build = {
          incdirs = { "csrc" },
       },
       ["perfev"] = "lua/perfev/init.lua",
+      ["perfev.attach"] = "lua/perfev/attach/init.lua",
+      ["perfev.attach.target"] = "lua/perfev/attach/target.lua",
       ["perfev.cache"] = "lua/perfev/cache.lua",
       ["perfev.cli"] = "lua/perfev/cli/init.lua",
       ["perfev.cli.list"] = "lua/perfev/cli/list.lua",

@@ -34,6 +34,9 @@ M.ENTRIES = {
   { "profile", "perfev.profile{ event, freq | period, fn, output, ... } -> profiler | nil, message, errno",
     "profile Lua functions on a perf event: p:start() p:stop() p:write(\"out.svg\") (svg, folded, speedscope, "
     .. "pprof, perf.data, text)", "doc/profile.md" },
+  { "attach", "perfev.attach{ pid, event, freq | period, duration } -> profiler | nil, message, errno",
+    "profile the Lua functions of a process that is already running (ptrace: each sample stops it "
+    .. "where it ran); the same profiler object and outputs as perfev.profile", "doc/attach.md" },
   { "sampler", "perfev.sampler{ command | pid, cpus, period | freq, ... } -> session | nil, message, errno",
     "sample a task and its children on every CPU: s:records() decodes the rings", "doc/sampler.md" },
   { "record", "perfev.record{ output, event, freq | period, callchain, fn | command, ... } -> summary",

@@ -104,6 +104,8 @@ end
 --   perfev.record(opts) -> summary: sample into a perf.data file, like perf
 --     record (see perfev/record.lua, doc/perfdata-write.md)
 --   perfev.perfdata, perfev.perfmap: the modules
+--   perfev.attach(opts) -> the profile of a running process's Lua stacks
+--     (see perfev/attach/init.lua, doc/attach.md)
 --   perfev.help([name]): the entry points, or one's signature, what it does
 --     and its doc page (see perfev/help.lua)
 local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
@@ -112,6 +114,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
   profile = { "perfev.profile", "profile" },
+  attach = { "perfev.attach", "attach" },
   report = { "perfev.report" },
   stat = { "perfev.stat" },
   on_warning = { "perfev.warn", "on_warning" },

@@ -4,13 +4,17 @@
 -- .speedscope.json, .pb.gz, .data, .txt; none or "-": the text report on
 -- standard output). The profile is written also when the script raises an
 -- error or calls os.exit. A subcommand module of bin/perfev's dispatcher.
+-- `perfev profile -p PID [-e EVENT] [-F HZ | -c N] [-d SECONDS] -o FILE`:
+-- the Lua stacks of a running process instead (perfev.attach,
+-- lua/perfev/attach/init.lua), until the duration, its exit or Ctrl-C.
 local M = {}
 
 M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs, pprof, perf.data)"
 
 -- the script and its own options start at the first word that is not one
 -- of perfev's (perfev.cli: split_command): `perfev profile app.lua -v`
-M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "--max-overhead", "-o", "--output" }
+M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "--max-overhead", "-o", "--output",
+                    "-p", "--pid", "-d", "--duration" }
 
 local output = require "perfev.profile.output"
 local interrupt = require "perfev.interrupt"
@@ -31,7 +35,12 @@ function M.configure(cmd)
   cmd:flag("--native", "Join the C (native) stacks under the Lua frames.")
   cmd:option("-o --output", "Where to write the profile; the format from the name: "
                             .. ".svg, .folded, .speedscope.json, .pb.gz, .data, .txt ('-': text).", "-")
-  cmd:argument("script", "The Lua script to run.")
+  cmd:option("-p --pid", "Attach to this running process instead of running a script: its "
+                         .. "Lua stacks, read while each sample stops it (doc/attach.md). "
+                         .. "Default rate: 99 Hz."):convert(tonumber)
+  cmd:option("-d --duration", "With -p: stop after this many seconds (default: until the "
+                              .. "process exits or Ctrl-C)."):convert(tonumber)
+  cmd:argument("script", "The Lua script to run."):args("?")
   cmd:argument("args", "Its arguments."):args("*")
 end
 
@@ -40,10 +49,48 @@ local function err(msg)
   return 1
 end
 
+-- perfev profile -p PID: the profile of a running process (perfev.attach)
+local function attach(args, path, fmt)
+  if args.script then
+    return err(("-p attaches to a running process: give -p or a script, not both (got %s)"):format(args.script))
+  end
+  if args.duration and args.duration <= 0 then
+    return err("-d must be a number of seconds above 0")
+  end
+  local ok, p, msg = pcall(require("perfev").attach, { pid = args.pid, event = args.event, freq = args.freq,
+                                                       period = args.count, duration = args.duration,
+                                                       native = args.native })
+  if not ok then
+    if interrupt.is(p) then return interrupt.STATUS end   -- Ctrl-C before the first sample
+    local bad_event = run.event_error(p)
+    if bad_event then err(bad_event) return 129 end
+    return err((require("perfev.options").strip_where(p):gsub("^perfev%.attach: ", "")))
+  end
+  if not p then return err((msg:gsub("^perfev%.attach: ", ""))) end
+  local wok, wmsg = output.write(p:profile(), path, fmt)
+  if not wok then return err(wmsg) end
+  local a, pr = p.attach, p:profile()
+  io.stderr:write(("perfev profile: process %d (%s, %s): %.0f samples, %.0f dropped, %.0f outside Lua, "
+                   .. "%d threads%s%s\n"):format(a.pid, tostring(a.exe), tostring(a.runtime), a.samples,
+                                                a.dropped, a.outside, a.threads,
+                                                a.ended == "exited" and "; the process exited" or "",
+                                                path ~= "-" and (" (%s) written to %s"):format(pr.event, path) or ""))
+  -- why samples were dropped: the most frequent reason
+  local top, n = nil, 0
+  for why, k in pairs(a.reasons or {}) do
+    if k > n then top, n = why, k end
+  end
+  if top then io.stderr:write(("perfev profile: %d of the dropped samples: %s\n"):format(n, top)) end
+  return p.interrupted and interrupt.STATUS or 0
+end
+
 function M.run(args)
   local path = args.output or "-"
   local fmt, msg = output.format_of(path)
   if not fmt then return err(msg) end
+  if args.pid then return attach(args, path, fmt) end
+  if args.duration then return err("-d is for -p PID (a script runs until its end)") end
+  if not args.script then return err("give the script to run, or -p PID to attach to a running process") end
   -- the script: its arg, an os.exit that ends it (not perfev, so that the
   -- profile is written first), its error printed as lua prints it
   local p

@@ -14,6 +14,7 @@
 --   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
 --   throttled (times the rate was lowered), rate_asked, rate_now, rate_unit
 --   ("Hz" | "period"), max_cost (the bound, a fraction),
+--   attach (perfev.attach's counts: pid, exe, runtime, samples, dropped, outside, ...),
 -- }
 local naming = require "perfev.profile.naming"
 
@@ -227,7 +228,7 @@ function M.build(raw, opts)
   end
   for _, k in ipairs { "lost", "signals", "hooks", "unattributed", "truncated", "mode", "signal",
                        "cost", "cpu", "signal_cost", "throttled", "rate_asked", "rate_now", "rate_unit",
-                       "max_cost", "throttle_error" } do
+                       "max_cost", "throttle_error", "attach" } do
     p[k] = raw[k]
   end
   for _, k in ipairs { "event", "unit", "freq", "period", "name", "time", "duration",

@@ -35,10 +35,11 @@ local function dispatch(name)
   return false
 end
 
--- A symbolizer over this process's maps, with what it knows of each dso.
-local function new_resolver()
+-- A symbolizer over the maps of process pid (this one by default), with
+-- what it knows of each dso.
+local function new_resolver(pid)
   local S = symbols.new {}
-  local pid = fs.own_pid()
+  pid = pid or fs.own_pid()
   assert(S:proc(pid))
   local info = {}          -- dso -> { interp = bool, stripped = bool }
   local function dso_info(d)
@@ -107,10 +108,11 @@ local function trim(natives, resolve)
   return out
 end
 
--- symbolize(raw) -> raw with its native frames named and trimmed (see
--- above), the stacks that became equal merged.
-function M.symbolize(raw)
-  local resolve = new_resolver()
+-- symbolize(raw [, pid]) -> raw with its native frames named and trimmed
+-- (see above), the stacks that became equal merged; pid: the process whose
+-- maps the addresses are in (perfev.attach's target; default this one).
+function M.symbolize(raw, pid)
+  local resolve = new_resolver(pid)
   local frames, byframe, stacks, bystack = {}, {}, {}, {}
   local function intern(f)
     local k = table.concat({ f.what, f.name or "", f.source or "", tostring(f.line),

@@ -35,6 +35,11 @@ local function header(p, out)
     p.samples, p.unit, p.weight, p.lost or 0)
   local note = data.throttle_note(p)
   if note then out[#out + 1] = "# Throttled: " .. note end
+  local a = p.attach
+  if a then
+    out[#out + 1] = ("# Attached to process %.0f (%s, %s): %.0f samples, %.0f dropped, %.0f outside Lua, %.0f threads")
+      :format(a.pid, tostring(a.exe), tostring(a.runtime), a.samples, a.dropped, a.outside, a.threads)
+  end
   if (p.outside or 0) > 0 then
     out[#out + 1] = ("# Outside the profiled function (left out): %.0f"):format(p.outside)
   end
