@@ -61,11 +61,12 @@ local function find_version(target)
       return nil, ("%s is LuaJIT, not PUC Lua (the LuaJIT reader reads it)"):format(p)
     end
   end
-  local ok, addr = pcall(target.symbol, target, "lua_ident")
-  if ok and addr then
-    local s = target:cstring(addr, 128)
+  for _, p in ipairs(objects) do
+    local pattern = "^" .. p:gsub("%p", "%%%0") .. "$"
+    local ok, addr = pcall(target.symbol, target, "lua_ident", pattern)
+    local s = ok and addr and target:cstring(addr, 128)
     local v = s and (s:match("^%$LuaVersion: Lua (5%.%d+%.%d+)") or s:match("^%$Lua: Lua (5%.1%.%d+)"))
-    if v then return v, "lua_ident" end
+    if v then return v, "lua_ident in " .. p end
   end
   local tried = {}
   for _, p in ipairs(objects) do
@@ -112,12 +113,14 @@ end
 -- a TString's text
 local function tstring(st, addr)
   local lay = st.lay
-  local s, err = rd(st, addr, lay.str.contents + 120, "string")
+  local s = rd(st, addr, lay.str.contents + 120, "string")
   if not s then
+    local err
     s, err = rd(st, addr, lay.str.contents + 1, "string")
     if not s then return nil, err end
   end
-  local tt, len = u8(s, lay.str.tt), nil
+  local tt = u8(s, lay.str.tt)
+  local len
   if lay.version == "5.1" then
     if tt ~= 4 then return nil, ("object at 0x%x is no string (tag %d)"):format(addr, tt) end
     len = ptr(s, lay.str.len)
@@ -251,7 +254,7 @@ local function each_string_key(st, taddr, fn)
   if not s then return end
   local lsize, node = u8(s, lay.tab.lsizenode), ptr(s, lay.tab.node)
   if not node or lsize > 16 then return end
-  local n = 2 ^ lsize
+  local n = math.floor(2 ^ lsize)
   local ns = rd(st, node, n * lay.node.size, "table nodes")
   if not ns then return end
   for i = 0, n - 1 do
@@ -393,7 +396,7 @@ local function lua_frame(st, p, savedpc)
       return nil, "saved pc outside its function's code"
     end
     local lerr
-    line, lerr = line_of(st, info, off / 4 - 1)
+    line, lerr = line_of(st, info, math.floor(off / 4) - 1)
     if not line then return nil, lerr end
   end
   return {
@@ -429,8 +432,9 @@ local function callinfos(st, t)
   local C = lay.ci
   local list = {}
   if lay.version == "5.1" then
-    local n = (t.ci - t.base_ci) / C.size
-    if n < 0 or n % 1 ~= 0 or t.ci >= t.end_ci then return nil, "current CallInfo outside its array" end
+    local d = t.ci - t.base_ci
+    if d < 0 or d % C.size ~= 0 or t.ci >= t.end_ci then return nil, "current CallInfo outside its array" end
+    local n = math.floor(d / C.size)
     if n > MAX_FRAMES then return nil, ("more than %d frames"):format(MAX_FRAMES) end
     if n == 0 then return list end
     local s, err = rd(st, t.base_ci + C.size, n * C.size, "CallInfo array")

@@ -1,0 +1,321 @@
+-- The PUC Lua reader (perfev.attach.puc) against running lua5.4, lua5.3
+-- and lua5.1 processes, as Debian ships them (stripped, no debug symbols):
+-- a workload of two functions costing 1:3 gives 25 % / 75 % +- 5 %, the
+-- frames' source, linedefined and currentline equal what debug.getinfo
+-- printed inside the target, a producer coroutine shows under its
+-- resumer's coroutine.resume frame, short_src follows each version's
+-- luaO_chunkid, and a process that is not PUC Lua is refused with a reason.
+local u = require "spec.support.util"
+local proc_target = require "spec.support.proc_target"
+local puc = require "perfev.attach.puc"
+
+-- 1200 samples: a share's standard deviation is 1.25 %, the +-5 % bound 4 of them
+local SAMPLES = 1200
+
+-- The target stopped while it is read: SIGSTOP through one long-lived
+-- shell (its kill is a builtin: no fork per sample), then /proc/PID/stat
+-- polled until the kernel says it is stopped.
+local function proc_state(pid)
+  local s = u.read_file("/proc/" .. pid .. "/stat")
+  return s and s:match("^%d+ %b() (%a)")
+end
+
+local function stopper()
+  local sh = assert(io.popen("sh", "w"))
+  local self = {}
+  function self.signal(sig, pid) sh:write("kill -", sig, " ", pid, "\n"); sh:flush() end
+  function self.stop(pid)
+    self.signal("STOP", pid)
+    for i = 1, 3000 do
+      if proc_state(pid) == "T" then return true end
+      if i > 200 then u.h.sleep_ms(1) end
+    end
+    return false
+  end
+  function self.close() sh:close() end
+  return self
+end
+
+-- THE DRIVER: profiles process pid with n samples and returns the raw
+-- profile shape the engine feeds (perfev.profile.data: frames, stacks of
+-- frame ids root first, weight, samples), or nil, why (refused). Until the
+-- engine (perfev.attach) is on main it stops the target at random times
+-- and reads it through spec.support.proc_target; once merged, this is the
+-- one function to swap for perfev.attach{ pid = pid, ... }.
+local function profile_pid(pid, n)
+  local sig = stopper()
+  local t = assert(proc_target.open(pid))
+  assert(sig.stop(pid), "target did not stop")
+  local st, why = puc.probe(t)
+  sig.signal("CONT", pid)
+  if not st then t:close(); sig.close(); return nil, why end
+  local prof = { frames = {}, stacks = {}, weight = 0, samples = 0, dropped = 0, outside = 0,
+                 runtime = st.runtime, states = st.states, reasons = {} }
+  local frame_ids, stack_ids = {}, {}
+  for _ = 1, n do
+    u.h.sleep_ms(math.random(0, 2))   -- a cheap+dear round is about 1 ms
+    assert(sig.stop(pid), "target did not stop")
+    t:refresh()
+    local frames, reason = st:stack(pid, {})
+    sig.signal("CONT", pid)
+    if not frames then
+      prof.dropped = prof.dropped + 1
+      prof.reasons[reason] = (prof.reasons[reason] or 0) + 1
+    else
+      local ids = {}
+      for i, f in ipairs(frames) do
+        local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
+        if not frame_ids[key] then
+          prof.frames[#prof.frames + 1] = f
+          frame_ids[key] = #prof.frames
+        end
+        ids[i] = frame_ids[key]
+      end
+      local skey = table.concat(ids, ",")
+      local s = stack_ids[skey]
+      if not s then
+        s = { frames = ids, weight = 0, samples = 0 }
+        prof.stacks[#prof.stacks + 1] = s
+        stack_ids[skey] = s
+      end
+      s.weight, s.samples = s.weight + 1, s.samples + 1
+      prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
+    end
+  end
+  t:close()
+  sig.close()
+  return prof
+end
+
+-- Workloads ------------------------------------------------------------------
+
+-- A leaf function on one line, so that the line a sample stops at is its
+-- own whatever instruction last saved the pc; called with probe, it prints
+-- (through report) debug.getinfo of itself and of its caller.
+local REPORT = [[
+local function report(name)
+  local a, b = debug.getinfo(2, "Sl"), debug.getinfo(3, "Sl")
+  print("info " .. name, a.short_src, a.linedefined, a.currentline, b.currentline)
+end
+]]
+local function one_line(name)
+  return ("local function %s(n, probe) if probe then report(%q) return 0 end "
+          .. "local s = 0 for i = 1, n do s = s + i %% 7 end return s end\n"):format(name, name)
+end
+
+-- cheap(n) and dear(3n), called from the main chunk's loop on one line
+local WORK = REPORT .. one_line("cheap") .. one_line("dear") .. [[
+local N = 20000
+io.stdout:setvbuf("no")
+local x, round = 0, 0
+while true do
+  local probe = round == 0
+  x = x + cheap(N, probe) + dear(3 * N, probe)
+  if probe then print("ready") end
+  round = round + 1
+end
+]]
+
+-- the producer runs in a coroutine, resumed by the main chunk's loop;
+-- the consumer (three times the work) in the main chunk
+local COROUTINES = REPORT .. one_line("produce") .. one_line("consume") .. [[
+local N = 20000
+local producer = coroutine.create(function(probe)
+  while true do probe = coroutine.yield(produce(N, probe)) end
+end)
+io.stdout:setvbuf("no")
+local x, round = 0, 0
+while true do
+  local probe = round == 0
+  local _, v = coroutine.resume(producer, probe)
+  x = x + v + consume(3 * N, probe)
+  if probe then print("ready") end
+  round = round + 1
+end
+]]
+
+local RUNTIMES = { "lua5.4", "lua5.3", "lua5.1" }
+
+local function start(interp, dir, code)
+  -- a directory name long enough that short_src is cut ("...") by LUA_IDSIZE
+  local sub = dir .. "/a-directory-whose-name-is-long-enough-to-be-cut-by-chunkid"
+  u.sh("mkdir -p " .. u.quote(sub))
+  local path = sub .. "/workload.lua"
+  local f = assert(io.open(path, "w"))
+  f:write(code)
+  f:close()
+  local out = dir .. "/out-" .. interp
+  local pid = tonumber(u.trim(u.sh(("%s %s > %s 2>&1 & echo $!"):format(interp, u.quote(path), u.quote(out)))))
+  local info = {}
+  for _ = 1, 500 do
+    local text = u.read_file(out) or ""
+    if text:find("ready", 1, true) then
+      for name, src, ld, line, caller in text:gmatch("info (%a+)\t([^\t]+)\t(%-?%d+)\t(%-?%d+)\t(%-?%d+)") do
+        info[name] = { source = src, linedefined = tonumber(ld), line = tonumber(line), caller = tonumber(caller) }
+      end
+      return pid, info
+    end
+    u.h.sleep_ms(10)
+  end
+  u.sh("kill " .. pid)
+  error(interp .. " workload did not start: " .. tostring(u.read_file(out)))
+end
+
+local function leaf_weights(prof, info, names)
+  local w, total = {}, 0
+  for _, s in ipairs(prof.stacks) do
+    local leaf = prof.frames[s.frames[#s.frames]]
+    for _, name in ipairs(names) do
+      local want = info[name]
+      if leaf.what == "Lua" and leaf.source == want.source and leaf.linedefined == want.linedefined then
+        w[name] = (w[name] or 0) + s.weight
+        total = total + s.weight
+      end
+    end
+  end
+  return w, total
+end
+
+local function interp_missing(interp)
+  if not u.have(interp) then
+    print(("attach_puc_spec: %s is not installed: skipped"):format(interp))
+    return true
+  end
+end
+
+describe("perfev.attach.puc", function()
+  local dir
+  local pids = {}
+  before_each(function() dir = u.tmpdir() end)
+  after_each(function()
+    for _, pid in ipairs(pids) do u.sh("kill -CONT " .. pid .. "; kill " .. pid .. " 2>/dev/null") end
+    pids = {}
+    u.rmdir(dir)
+  end)
+
+  if not u.is_root() then
+    it("needs root to read another process's memory", function()
+      print("attach_puc_spec: not root: skipped")
+    end)
+    return
+  end
+
+  for _, interp in ipairs(RUNTIMES) do
+    it(interp .. ": two functions costing 1:3 give 25 % / 75 %, named as debug.getinfo names them", function()
+      if interp_missing(interp) then return end
+      local pid, info = start(interp, dir, WORK)
+      pids[#pids + 1] = pid
+      assert.truthy(info.cheap and info.dear, "the target printed its debug.getinfo")
+      local prof = assert(profile_pid(pid, SAMPLES))
+      assert.are.equal(1, #prof.states)
+      assert.are.equal("Lua " .. interp:match("%d%.%d"), prof.runtime:match("^Lua %d%.%d"))
+      -- a stack is dropped only where the target was stopped mid-change
+      -- (a call being set up or a coroutine switching): a few at most
+      assert.is_true(prof.dropped <= 0.02 * SAMPLES, ("%d dropped"):format(prof.dropped))
+      local w, total = leaf_weights(prof, info, { "cheap", "dear" })
+      assert.is_true(total >= 0.9 * prof.samples, ("%d of %d samples in cheap/dear"):format(total, prof.samples))
+      local share = w.cheap / total
+      assert.is_true(math.abs(share - 0.25) <= 0.05, ("cheap's share %.3f"):format(share))
+      assert.is_true(math.abs(w.dear / total - 0.75) <= 0.05, ("dear's share %.3f"):format(w.dear / total))
+      -- every stack in cheap/dear: [C] (the interpreter's pmain), the main
+      -- chunk at the loop's line, the function at its own line
+      for _, s in ipairs(prof.stacks) do
+        local leaf = prof.frames[s.frames[#s.frames]]
+        local want = (leaf.linedefined == info.cheap.linedefined and info.cheap)
+                     or (leaf.linedefined == info.dear.linedefined and info.dear)
+        if want then
+          assert.are.equal(3, #s.frames)
+          local root, main = prof.frames[s.frames[1]], prof.frames[s.frames[2]]
+          assert.are.same({ what = "C", source = "[C]", line = -1, linedefined = -1 },
+                          { what = root.what, source = root.source, line = root.line, linedefined = root.linedefined })
+          assert.are.same({ what = "main", source = want.source, line = want.caller, linedefined = 0 },
+                          { what = main.what, source = main.source, line = main.line, linedefined = main.linedefined })
+          assert.are.same({ what = "Lua", source = want.source, line = want.line, linedefined = want.linedefined },
+                          { what = leaf.what, source = leaf.source, line = leaf.line, linedefined = leaf.linedefined })
+        end
+      end
+      -- the source is cut as Lua cuts it
+      assert.are.equal("...", info.cheap.source:sub(1, 3))
+    end)
+
+    it(interp .. ": a producer coroutine shows under its resumer's coroutine.resume frame", function()
+      if interp_missing(interp) then return end
+      local pid, info = start(interp, dir, COROUTINES)
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, SAMPLES))
+      assert.is_true(prof.dropped <= 0.02 * SAMPLES, ("%d dropped"):format(prof.dropped))
+      local w, total = leaf_weights(prof, info, { "produce", "consume" })
+      assert.is_true(total >= 0.9 * prof.samples, ("%d of %d samples in produce/consume"):format(total, prof.samples))
+      assert.is_true(math.abs(w.produce / total - 0.25) <= 0.05, ("produce's share %.3f"):format(w.produce / total))
+      local seen = 0
+      for _, s in ipairs(prof.stacks) do
+        local fr = {}
+        for i, id in ipairs(s.frames) do fr[i] = prof.frames[id] end
+        local leaf = fr[#fr]
+        if leaf.what == "Lua" and leaf.linedefined == info.produce.linedefined then
+          seen = seen + s.weight
+          -- [C] pmain, main chunk at the resume, coroutine.resume [C], the
+          -- coroutine's body at its call of produce, produce
+          assert.are.equal(5, #fr)
+          assert.are.equal("main", fr[2].what)
+          assert.are.same({ "C", "coroutine.resume", "[C]" }, { fr[3].what, fr[3].name, fr[3].source })
+          assert.are.same({ "Lua", info.produce.source, info.produce.caller },
+                          { fr[4].what, fr[4].source, fr[4].line })
+          assert.are.same({ info.produce.source, info.produce.line }, { leaf.source, leaf.line })
+        elseif leaf.what == "Lua" and leaf.linedefined == info.consume.linedefined then
+          assert.are.equal(3, #fr)
+          assert.are.same({ "main", info.consume.caller }, { fr[2].what, fr[2].line })
+        end
+      end
+      assert.is_true(seen > 0)
+    end)
+
+    it(interp .. ": short_src is cut as that version's luaO_chunkid cuts it", function()
+      if interp_missing(interp) then return end
+      local names = {
+        "@short.lua", "=stdin", "=" .. ("n"):rep(58), "=" .. ("n"):rep(59), "=" .. ("n"):rep(60),
+        "=" .. ("n"):rep(80), "@" .. ("f"):rep(51), "@" .. ("f"):rep(52), "@" .. ("f"):rep(53),
+        "@" .. ("f"):rep(58), "@" .. ("f"):rep(59), "@" .. ("f"):rep(60), "@" .. ("f"):rep(90),
+        "return 1", ("x"):rep(42), ("x"):rep(43), ("x"):rep(44), ("x"):rep(45), ("x"):rep(46),
+        ("x"):rep(80), "line one\nline two", "a\rb", ("y"):rep(50) .. "\nz", "",
+      }
+      local lines = {}
+      for _, n in ipairs(names) do lines[#lines + 1] = ("%q"):format(n) end
+      local script = dir .. "/chunkid.lua"
+      local f = assert(io.open(script, "w"))
+      f:write("local load = loadstring or load\n",
+              "for _, n in ipairs { ", table.concat(lines, ", "), " } do\n",
+              "  io.write(debug.getinfo(load('return 1', n), 'S').short_src, '\\0')\n",
+              "end\n")
+      f:close()
+      local out = u.sh(interp .. " " .. u.quote(script))
+      local got = {}
+      for s in out:gmatch("([^%z]*)%z") do got[#got + 1] = s end
+      assert.are.equal(#names, #got)
+      local rules = interp == "lua5.1" and "5.1" or "5.3"
+      for i, n in ipairs(names) do
+        assert.are.equal(got[i], puc.chunkid(rules, n), ("chunk name %q"):format(n))
+      end
+    end)
+  end
+
+  it("refuses a process that is not PUC Lua, saying what it tried", function()
+    local pid = tonumber(u.trim(u.sh("sleep 60 > /dev/null 2>&1 & echo $!")))
+    pids[#pids + 1] = pid
+    u.h.sleep_ms(50)
+    local prof, why = profile_pid(pid, 1)
+    assert.is_nil(prof)
+    assert.matches("no PUC Lua version string", why)
+    assert.matches("sleep", why)
+  end)
+
+  it("refuses a LuaJIT process, naming it", function()
+    if interp_missing("luajit") then return end
+    local pid = tonumber(u.trim(u.sh("luajit -e 'while true do end' > /dev/null 2>&1 & echo $!")))
+    pids[#pids + 1] = pid
+    u.h.sleep_ms(100)
+    local prof, why = profile_pid(pid, 1)
+    assert.is_nil(prof)
+    assert.matches("LuaJIT", why)
+  end)
+end)
