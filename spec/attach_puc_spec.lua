@@ -9,8 +9,8 @@ local u = require "spec.support.util"
 local proc_target = require "spec.support.proc_target"
 local puc = require "perfev.attach.puc"
 
--- 1200 samples: a share's standard deviation is 1.25 %, the +-5 % bound 4 of them
-local SAMPLES = 1200
+-- 800 samples: a share's standard deviation is 1.5 %, the +-5 % bound 3.3 of them
+local SAMPLES = 800
 
 -- The target stopped while it is read: SIGSTOP through one long-lived
 -- shell (its kill is a builtin: no fork per sample), then /proc/PID/stat
@@ -36,12 +36,29 @@ local function stopper()
   return self
 end
 
--- THE DRIVER: profiles process pid with n samples and returns the raw
--- profile shape the engine feeds (perfev.profile.data: frames, stacks of
--- frame ids root first, weight, samples), or nil, why (refused). Until the
--- engine (perfev.attach) is on main it stops the target at random times
--- and reads it through spec.support.proc_target; once merged, this is the
--- one function to swap for perfev.attach{ pid = pid, ... }.
+-- The registers a stopped thread's /proc/PID/task/TID/syscall shows: its
+-- stack pointer and program counter (the last two fields).
+local function thread_regs(pid, tid)
+  local s = u.read_file(("/proc/%d/task/%d/syscall"):format(pid, tid)) or ""
+  local sp, pc = s:match("0x(%x+) 0x(%x+)%s*$")
+  return { rsp = sp and tonumber(sp, 16), rip = pc and tonumber(pc, 16) }
+end
+
+local function tids(pid)
+  local list = {}
+  for line in u.sh("ls /proc/" .. pid .. "/task"):gmatch("%d+") do list[#list + 1] = tonumber(line) end
+  return list
+end
+
+-- THE DRIVER: profiles process pid with n samples of each of its threads
+-- and returns the raw profile shape the engine feeds (perfev.profile.data:
+-- frames, stacks of frame ids root first with weight and samples; here each
+-- stack also says its thread, tid) with the samples outside Lua and those
+-- dropped counted, or nil, why (refused). Until the engine (perfev.attach)
+-- is on main it stops the target at random times (SIGSTOP), reads each
+-- thread's stack pointer and pc from /proc and the memory through
+-- spec.support.proc_target; once merged, this is the one function to swap
+-- for perfev.attach{ pid = pid, ... }.
 local function profile_pid(pid, n)
   local sig = stopper()
   local t = assert(proc_target.open(pid))
@@ -52,35 +69,41 @@ local function profile_pid(pid, n)
   local prof = { frames = {}, stacks = {}, weight = 0, samples = 0, dropped = 0, outside = 0,
                  runtime = st.runtime, states = st.states, reasons = {} }
   local frame_ids, stack_ids = {}, {}
+  local threads = tids(pid)
+  local function add(tid, frames)
+    local ids = {}
+    for i, f in ipairs(frames) do
+      local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
+      if not frame_ids[key] then
+        prof.frames[#prof.frames + 1] = f
+        frame_ids[key] = #prof.frames
+      end
+      ids[i] = frame_ids[key]
+    end
+    local skey = tid .. ":" .. table.concat(ids, ",")
+    local s = stack_ids[skey]
+    if not s then
+      s = { frames = ids, weight = 0, samples = 0, tid = tid }
+      prof.stacks[#prof.stacks + 1] = s
+      stack_ids[skey] = s
+    end
+    s.weight, s.samples = s.weight + 1, s.samples + 1
+    prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
+  end
   for _ = 1, n do
     u.h.sleep_ms(math.random(0, 2))   -- a cheap+dear round is about 1 ms
     assert(sig.stop(pid), "target did not stop")
     t:refresh()
-    local frames, reason = st:stack(pid, {})
-    sig.signal("CONT", pid)
-    if not frames then
-      prof.dropped = prof.dropped + 1
-      prof.reasons[reason] = (prof.reasons[reason] or 0) + 1
-    else
-      local ids = {}
-      for i, f in ipairs(frames) do
-        local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
-        if not frame_ids[key] then
-          prof.frames[#prof.frames + 1] = f
-          frame_ids[key] = #prof.frames
-        end
-        ids[i] = frame_ids[key]
+    for _, tid in ipairs(threads) do
+      local frames, reason, kind = st:stack(tid, thread_regs(pid, tid))
+      if frames then add(tid, frames)
+      elseif kind == "outside" then prof.outside = prof.outside + 1
+      else
+        prof.dropped = prof.dropped + 1
+        prof.reasons[reason] = (prof.reasons[reason] or 0) + 1
       end
-      local skey = table.concat(ids, ",")
-      local s = stack_ids[skey]
-      if not s then
-        s = { frames = ids, weight = 0, samples = 0 }
-        prof.stacks[#prof.stacks + 1] = s
-        stack_ids[skey] = s
-      end
-      s.weight, s.samples = s.weight + 1, s.samples + 1
-      prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
     end
+    sig.signal("CONT", pid)
   end
   t:close()
   sig.close()
@@ -134,22 +157,93 @@ while true do
 end
 ]]
 
+-- A C host linking liblua5.x.so: one Lua state per thread, each running
+-- a script; drive(f), a C function, resumes f in a coroutine only the
+-- registry holds (no argument or upvalue of the resumer names it).
+local HOST_C = [[
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static int drive(lua_State *L) {
+  lua_State *co;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  co = lua_newthread(L);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  for (;;) {
+    int status;
+#if LUA_VERSION_NUM >= 504
+    int nres;
+    status = lua_resume(co, L, 0, &nres);
+#elif LUA_VERSION_NUM >= 502
+    status = lua_resume(co, L, 0);
+#else
+    status = lua_resume(co, 0);
+#endif
+    if (status != LUA_YIELD) return luaL_error(L, "drive: %s", lua_tostring(co, -1));
+    lua_settop(co, 0);
+  }
+}
+
+static void *run(void *path) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  lua_pushcfunction(L, drive);
+  lua_setglobal(L, "drive");
+  if (luaL_dofile(L, (const char *)path)) fprintf(stderr, "%s\n", lua_tostring(L, -1));
+  lua_close(L);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  pthread_t t[2];
+  int i, n = argc - 1 < 2 ? argc - 1 : 2;
+  for (i = 0; i < n; i++) pthread_create(&t[i], NULL, run, argv[i + 1]);
+  for (i = 0; i < n; i++) pthread_join(t[i], NULL);
+  return 0;
+}
+]]
+
+-- the host's second state: inner runs in the coroutine drive resumes
+local DRIVEN = REPORT .. one_line("inner") .. [[
+local N = 20000
+io.stdout:setvbuf("no")
+drive(function()
+  local probe = true
+  while true do inner(N, probe); if probe then print("ready") end probe = false; coroutine.yield() end
+end)
+]]
+
 local RUNTIMES = { "lua5.4", "lua5.3", "lua5.1" }
 
-local function start(interp, dir, code)
-  -- a directory name long enough that short_src is cut ("...") by LUA_IDSIZE
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- starts cmd .. " " .. the scripts (written under a directory name long
+-- enough that short_src is cut by LUA_IDSIZE) and waits for each to print
+-- "ready"; returns the pid and the functions' debug.getinfo by name
+local function launch(cmd, dir, codes)
   local sub = dir .. "/a-directory-whose-name-is-long-enough-to-be-cut-by-chunkid"
   u.sh("mkdir -p " .. u.quote(sub))
-  local path = sub .. "/workload.lua"
-  local f = assert(io.open(path, "w"))
-  f:write(code)
-  f:close()
-  local out = dir .. "/out-" .. interp
-  local pid = tonumber(u.trim(u.sh(("%s %s > %s 2>&1 & echo $!"):format(interp, u.quote(path), u.quote(out)))))
+  local paths = {}
+  for i, code in ipairs(codes) do
+    paths[i] = u.quote(("%s/workload%d.lua"):format(sub, i))
+    write(("%s/workload%d.lua"):format(sub, i), code)
+  end
+  local out = dir .. "/out"
+  local pid = tonumber(u.trim(u.sh(("%s %s > %s 2>&1 & echo $!"):format(cmd, table.concat(paths, " "), u.quote(out)))))
   local info = {}
   for _ = 1, 500 do
     local text = u.read_file(out) or ""
-    if text:find("ready", 1, true) then
+    local _, ready = text:gsub("ready", "")
+    if ready >= #codes then
       for name, src, ld, line, caller in text:gmatch("info (%a+)\t([^\t]+)\t(%-?%d+)\t(%-?%d+)\t(%-?%d+)") do
         info[name] = { source = src, linedefined = tonumber(ld), line = tonumber(line), caller = tonumber(caller) }
       end
@@ -158,8 +252,10 @@ local function start(interp, dir, code)
     u.h.sleep_ms(10)
   end
   u.sh("kill " .. pid)
-  error(interp .. " workload did not start: " .. tostring(u.read_file(out)))
+  error(cmd .. " workload did not start: " .. tostring(u.read_file(out)))
 end
+
+local function start(interp, dir, code) return launch(interp, dir, { code }) end
 
 local function leaf_weights(prof, info, names)
   local w, total = {}, 0
@@ -268,6 +364,64 @@ describe("perfev.attach.puc", function()
         end
       end
       assert.is_true(seen > 0)
+    end)
+
+    it(interp .. ": a C host's two states are found, each thread's stack from its own state, "
+       .. "a coroutine resumed from C under the C function", function()
+      if interp_missing(interp) then return end
+      local v = interp:match("%d%.%d")
+      if not u.exists("/usr/include/lua" .. v .. "/lua.h") or not u.have("cc") then
+        print(("attach_puc_spec: no cc or no /usr/include/lua%s (liblua%s-dev): C host skipped"):format(v, v))
+        return
+      end
+      write(dir .. "/host.c", HOST_C)
+      local bin = dir .. "/host"
+      local out, ok = u.sh(("cc -O1 -o %s %s -I/usr/include/lua%s -llua%s -lpthread 2>&1")
+                           :format(u.quote(bin), u.quote(dir .. "/host.c"), v, v))
+      assert(ok, out)
+      local pid, info = launch(bin, dir, { WORK, DRIVEN })
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, 300))
+      assert.are.equal("Lua " .. v, prof.runtime:match("^Lua %d%.%d"))
+      assert.are.equal(2, #prof.states)
+      assert.are_not.equal(prof.states[1].label, prof.states[2].label)
+      assert.is_true(prof.dropped <= 0.02 * 600, ("%d dropped"):format(prof.dropped))
+      -- the process's main thread waits in pthread_join: outside Lua
+      assert.is_true(prof.outside >= 290, ("%d outside"):format(prof.outside))
+      local drive_line
+      local n = 0
+      for line in DRIVEN:gmatch("([^\n]*)\n") do
+        n = n + 1
+        if line:find("^drive%(") then drive_line = n end
+      end
+      local tid_of, in_inner = {}, 0
+      for _, st in ipairs(prof.stacks) do
+        assert.are_not.equal(pid, st.tid)
+        local fr = {}
+        for i, id in ipairs(st.frames) do fr[i] = prof.frames[id] end
+        local leaf = fr[#fr]
+        assert.are.equal("main", fr[1].what)
+        if leaf.source == info.inner.source and leaf.linedefined == info.inner.linedefined then
+          -- the main chunk at drive(...), drive [C], the coroutine's body, inner
+          in_inner = in_inner + st.weight
+          assert.are.same({ { "main", drive_line }, { "C", "drive" }, { "Lua", info.inner.caller },
+                            { "Lua", info.inner.line } },
+                          { { fr[1].what, fr[1].line }, { fr[2].what, fr[2].name }, { fr[3].what, fr[3].line },
+                            { leaf.what, leaf.line } })
+          tid_of.inner = tid_of.inner or st.tid
+          assert.are.equal(tid_of.inner, st.tid)
+        elseif leaf.linedefined == info.cheap.linedefined or leaf.linedefined == info.dear.linedefined then
+          assert.are.same({ "main", info.cheap.caller }, { fr[1].what, fr[1].line })
+          assert.are.equal(2, #fr)
+          tid_of.work = tid_of.work or st.tid
+          assert.are.equal(tid_of.work, st.tid)
+        end
+      end
+      assert.are_not.equal(tid_of.work, tid_of.inner)
+      assert.is_true(in_inner >= 0.9 * 300, ("%d samples in the driven coroutine's inner"):format(in_inner))
+      local w, total = leaf_weights(prof, info, { "cheap", "dear" })
+      assert.is_true(total >= 0.9 * 300, ("%d samples in cheap/dear"):format(total))
+      assert.is_true(w.cheap > 0 and w.dear > w.cheap)
     end)
 
     it(interp .. ": short_src is cut as that version's luaO_chunkid cuts it", function()

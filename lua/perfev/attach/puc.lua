@@ -462,7 +462,7 @@ end
 
 -- the thread that thread t's top C frame resumes (coroutine.resume's first
 -- argument, coroutine.wrap's upvalue), if it is active and deeper
-local function resumed_by(st, t, top)
+local function resumed_by(st, t, top, visited)
   local lay = st.lay
   if not top or not top.func then return nil end
   local s = rd(st, top.func, lay.tv.size, "function")
@@ -495,7 +495,7 @@ local function resumed_by(st, t, top)
     end
   end
   for _, L in ipairs(cands) do
-    if L ~= t.L then
+    if not visited[L] then
       local c = thread(st, L)
       if c and c.active and c.nCcalls > t.nCcalls then return c end
     end
@@ -503,51 +503,123 @@ local function resumed_by(st, t, top)
   return nil
 end
 
+-- The words of thread tid's registers and of the top of its native stack
+-- (NATIVE_WINDOW bytes from rsp, within its mapping): where the running
+-- lua_State of a C host's lua_resume, or the state a thread runs, shows.
+local function native_words(self, regs)
+  local words, n = {}, 0
+  for _, v in pairs(regs or {}) do
+    if type(v) == "number" then n = n + 1; words[n] = v end
+  end
+  local rsp = regs and regs.rsp
+  if type(rsp) == "number" and rsp > 0 then
+    local maps = self.target.maps
+    for i = 1, #maps do
+      local m = maps[i]
+      if rsp >= m.lo and rsp < m.hi then
+        local len = math.min(M.NATIVE_WINDOW, m.hi - rsp)
+        len = len - len % 8
+        local s = len > 0 and self.target:read(rsp, len)
+        if s then
+          for o = 0, #s - 8, 8 do
+            local v = ptr(s, o)
+            if v and v > 0 then n = n + 1; words[n] = v end
+          end
+        end
+        break
+      end
+    end
+  end
+  return words
+end
+M.NATIVE_WINDOW = 16384
+
 -- which of the process's states thread tid runs: the one whose main
 -- thread or global_State a register or the native stack's top points at
-local function pick_state(self, regs)
+local function pick_state(self, words)
   if #self.states == 1 then return self.states[1] end
   local want = {}
   for _, s in ipairs(self.states) do want[s.L] = s; want[s.g] = s end
-  for _, v in pairs(regs or {}) do
+  for _, v in ipairs(words()) do
     if want[v] then return want[v] end
-  end
-  local rsp = regs and regs.rsp
-  local s = rsp and rd(self, rsp, 16384, "native stack")
-  if s then
-    for o = 0, #s - 8, 8 do
-      local v = ptr(s, o)
-      if v and want[v] then return want[v] end
-    end
   end
   return nil
 end
 
+-- the active threads of this global_State that words point at, by nesting
+-- (nCcalls) ascending: a word is tried when it is 8-aligned in writable
+-- memory, at most MAX_TRIES of them, each read and checked by thread()
+local MAX_TRIES = 256
+local function native_threads(self, words, visited)
+  local maps, found, tried, seen = self.target.maps, {}, 0, {}
+  for _, w in ipairs(words) do
+    if w % 8 == 0 and not visited[w] and not seen[w] then
+      seen[w] = true
+      local writable = false
+      for i = 1, #maps do
+        local m = maps[i]
+        if w >= m.lo and w < m.hi then writable = m.perms:sub(2, 2) == "w"; break end
+      end
+      if writable then
+        tried = tried + 1
+        if tried > MAX_TRIES then break end
+        local head = self.target:read(w, self.lay.L.l_G + 8)
+        if head and u8(head, self.lay.L.tt) == self.lay.tags.thread_gc
+           and ptr(head, self.lay.L.l_G) == self.g then
+          local c = thread(self, w)
+          if c and c.active then found[#found + 1] = c end
+        end
+      end
+    end
+  end
+  table.sort(found, function(a, b) return a.nCcalls < b.nCcalls end)
+  return found
+end
+
 function State:stack(tid, regs)
   local _ = tid
-  local which = pick_state(self, regs)
-  if not which then return nil, "no known Lua state in the thread's registers or native stack" end
+  local words_cache
+  local function words()
+    words_cache = words_cache or native_words(self, regs)
+    return words_cache
+  end
+  local which = pick_state(self, words)
+  if not which then return nil, "no known Lua state in the thread's registers or native stack", "outside" end
   self.g, self.L = which.g, which.L
   local t, err = thread(self, which.L)
   if not t then return nil, err end
-  if not t.active then return nil, "the Lua state is not running Lua code" end
-  local frames = {}
+  if not t.active then return nil, "the Lua state is not running Lua code", "outside" end
+  local frames, visited, native = {}, {}, nil
   local depth = 0
   while t do
     depth = depth + 1
     if depth > MAX_CHAIN then return nil, "coroutine chain too long" end
+    visited[t.L] = true
     local cis, cerr = callinfos(self, t)
     if not cis then return nil, cerr end
+    local top_is_c = false
     for _, ci in ipairs(cis) do
       local f, ferr = frame_of(self, t, ci.func, ci.savedpc)
       if not f then return nil, ferr end
       frames[#frames + 1] = f
+      top_is_c = f.what == "C"
       f.address = nil
       if #frames > MAX_FRAMES then return nil, ("more than %d frames"):format(MAX_FRAMES) end
     end
-    t = resumed_by(self, t, cis[#cis])
+    local nxt = resumed_by(self, t, cis[#cis], visited)
+    if not nxt and top_is_c then
+      -- a C function may resume a coroutine it holds elsewhere (a host's
+      -- lua_resume): that coroutine's lua_State is on the native stack
+      native = native or native_threads(self, words(), visited)
+      -- (every active thread is on the chain of resumes: one not seen yet is
+      -- further down it; the least nested first)
+      for _, c in ipairs(native) do
+        if not visited[c.L] then nxt = c; break end
+      end
+    end
+    t = nxt
   end
-  if #frames == 0 then return nil, "the Lua state is not running Lua code" end
+  if #frames == 0 then return nil, "the Lua state is not running Lua code", "outside" end
   return frames
 end
 
