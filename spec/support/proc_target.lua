@@ -30,6 +30,7 @@ function M.open(pid)
   if not maps then return nil, "no process " .. pid end
   local f, err = io.open("/proc/" .. pid .. "/mem", "rb")
   if not f then return nil, err end
+  f:setvbuf("no")
   return setmetatable({
     pid = pid, maps = maps, f = f,
     exe = io.popen("readlink /proc/" .. pid .. "/exe"):read("*l"),

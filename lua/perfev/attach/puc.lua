@@ -338,21 +338,38 @@ local function proto_info(st, p)
   if not info.code or info.sizecode <= 0 or info.sizecode > 1e8 then
     return nil, ("Proto 0x%x has no code"):format(p)
   end
-  local key = info.source
-  local cached = st.sources[key]
-  if not cached then
-    if key == 0 then cached = "=?"
-    else
-      local text, serr = tstring(st, key)
-      if not text then return nil, serr end
-      cached = text
-    end
-    st.sources[key] = cached
-    st.nsources = st.nsources + 1
-    if st.nsources > 4096 then st.sources, st.nsources = {}, 0 end
+  -- a Proto's debug information does not change once compiled: kept by
+  -- its address and the pointers and sizes read again at each sample
+  local key = table.concat({ p, info.source, info.code, info.lineinfo, info.linedefined, info.sizecode,
+                             info.abslineinfo or 0 }, "/")
+  local cached = st.protos[key]
+  if cached then return cached end
+  if info.source == 0 then info.source_text = "=?"
+  else
+    local text, serr = tstring(st, info.source)
+    if not text then return nil, serr end
+    info.source_text = text
   end
-  info.source_text = cached
+  st.nprotos = st.nprotos + 1
+  if st.nprotos > 4096 then st.protos, st.nprotos = {}, 1 end
+  st.protos[key] = info
   return info
+end
+
+local LINES_MAX = 256 * 1024   -- line information kept whole up to this size
+
+-- len bytes of a Proto's line information from byte off, kept with it
+local function line_bytes(st, info, field, base, off, len)
+  local whole = info[field]
+  if whole == nil then
+    local size = field == "abs_raw" and 8 * (info.sizeabslineinfo or 0)
+                 or (st.lay.lines == "int" and 4 or 1) * info.sizelineinfo
+    whole = false
+    if size > 0 and size <= LINES_MAX then whole = rd(st, base, size, "line information") or false end
+    info[field] = whole
+  end
+  if whole then return whole:sub(off + 1, off + len) end
+  return rd(st, base + off, len, "line information")
 end
 
 -- the line of instruction pc (0-based) of a Proto
@@ -361,16 +378,16 @@ local function line_of(st, info, pc)
   if pc < 0 then return info.linedefined end
   if pc >= info.sizelineinfo then return nil, "pc beyond the line information" end
   if st.lay.lines == "int" then
-    local s, err = rd(st, info.lineinfo + 4 * pc, 4, "line information")
-    if not s then return nil, err end
+    local s = line_bytes(st, info, "lines_raw", info.lineinfo, 4 * pc, 4)
+    if not s or #s < 4 then return nil, "cannot read the line information" end
     return i32(s, 0)
   end
   -- 5.4: the last absolute line at or before pc, plus the byte deltas after it
   local basepc, line = -1, info.linedefined
   local nabs = info.sizeabslineinfo or 0
   if nabs > 0 and info.abslineinfo and info.abslineinfo ~= 0 then
-    local s, err = rd(st, info.abslineinfo, 8 * nabs, "absolute line information")
-    if not s then return nil, err end
+    local s = line_bytes(st, info, "abs_raw", info.abslineinfo, 0, 8 * nabs)
+    if not s or #s < 8 * nabs then return nil, "cannot read the absolute line information" end
     for i = 0, nabs - 1 do
       local apc = i32(s, 8 * i)
       if apc > pc then break end
@@ -378,8 +395,8 @@ local function line_of(st, info, pc)
     end
   end
   if pc > basepc then
-    local s, err = rd(st, info.lineinfo + basepc + 1, pc - basepc, "line information")
-    if not s then return nil, err end
+    local s = line_bytes(st, info, "lines_raw", info.lineinfo, basepc + 1, pc - basepc)
+    if not s or #s < pc - basepc then return nil, "cannot read the line information" end
     for i = 0, pc - basepc - 1 do line = line + i8(s, i) end
   end
   return line
@@ -411,13 +428,26 @@ local function c_frame(st, addr)
            linedefined = -1, address = addr }
 end
 
+-- len bytes of thread t's stack at addr: from one read of the used part
+-- of the stack (up to SLICE_MAX bytes), kept with t for this sample
+local SLICE_MAX = 64 * 1024
+local function stack_bytes(st, t, addr, len)
+  if t.slice == nil then
+    local n = t.top - t.stack
+    t.slice = n > 0 and n <= SLICE_MAX and rd(st, t.stack, n, "Lua stack") or false
+  end
+  local o = addr - t.stack
+  if t.slice and o >= 0 and o + len <= #t.slice then return t.slice:sub(o + 1, o + len) end
+  return rd(st, addr, len, "Lua stack slot")
+end
+
 -- the frame of one CallInfo: func is the address of its function's slot
 local function frame_of(st, t, func, savedpc)
   local lay = st.lay
   if func < t.stack or func > t.stack_last + 8 * lay.stackvalue then
     return nil, "call frame's function outside its thread's stack"
   end
-  local s, err = rd(st, func, lay.tv.size, "call frame's function")
+  local s, err = stack_bytes(st, t, func, lay.tv.size)
   if not s then return nil, err end
   local tt, v = tv(lay, s, 0)
   local kind, x = func_kind(st, tt, v)
@@ -465,7 +495,7 @@ end
 local function resumed_by(st, t, top, visited)
   local lay = st.lay
   if not top or not top.func then return nil end
-  local s = rd(st, top.func, lay.tv.size, "function")
+  local s = stack_bytes(st, t, top.func, lay.tv.size)
   if not s then return nil end
   local tt, v = tv(lay, s, 0)
   local kind, _, raw = func_kind(st, tt, v)
@@ -474,7 +504,7 @@ local function resumed_by(st, t, top, visited)
   local nargs = math.floor((t.top - top.func) / lay.stackvalue) - 1
   if nargs > 8 then nargs = 8 end
   if nargs > 0 then
-    local a = rd(st, top.func + lay.stackvalue, nargs * lay.stackvalue, "arguments")
+    local a = stack_bytes(st, t, top.func + lay.stackvalue, nargs * lay.stackvalue)
     if a then
       for i = 0, nargs - 1 do
         local att, av = tv(lay, a, i * lay.stackvalue)
@@ -503,72 +533,139 @@ local function resumed_by(st, t, top, visited)
   return nil
 end
 
--- The words of thread tid's registers and of the top of its native stack
--- (NATIVE_WINDOW bytes from rsp, within its mapping): where the running
--- lua_State of a C host's lua_resume, or the state a thread runs, shows.
-local function native_words(self, regs)
-  local words, n = {}, 0
-  for _, v in pairs(regs or {}) do
-    if type(v) == "number" then n = n + 1; words[n] = v end
+-- The words of thread tid's registers, then those of the top of its
+-- native stack from rsp (within its mapping), read in growing steps up to
+-- NATIVE_WINDOW bytes: where the running lua_State of a C host's
+-- lua_resume, or the state a thread runs, shows. words(i) is the i-th word
+-- (nil past the end); reads happen only as far as asked.
+local STEPS = { 1024, 4096, 16384 }
+M.NATIVE_WINDOW = STEPS[#STEPS]
+
+local unpack = rawget(string, "unpack")
+local WORDS64 = unpack and "<" .. ("i8"):rep(64)
+
+local function decode_words(s, into)
+  local n = #into
+  if unpack then
+    for o = 1, #s - 511, 512 do
+      local t = { unpack(WORDS64, s, o) }
+      for i = 1, 64 do n = n + 1; into[n] = t[i] end
+    end
+    for o = #s - #s % 512, #s - 8, 8 do n = n + 1; into[n] = unpack("<i8", s, o + 1) end
+  else
+    for o = 0, #s - 8, 8 do n = n + 1; into[n] = ptr(s, o) or -1 end
   end
-  local rsp = regs and regs.rsp
+end
+
+local function native_words(self, regs)
+  local words, nregs = {}, 0
+  for _, v in pairs(regs or {}) do
+    if type(v) == "number" then nregs = nregs + 1; words[nregs] = v end
+  end
+  local rsp, limit, done, step = regs and regs.rsp, 0, 0, 0
   if type(rsp) == "number" and rsp > 0 then
     local maps = self.target.maps
     for i = 1, #maps do
-      local m = maps[i]
-      if rsp >= m.lo and rsp < m.hi then
-        local len = math.min(M.NATIVE_WINDOW, m.hi - rsp)
-        len = len - len % 8
-        local s = len > 0 and self.target:read(rsp, len)
-        if s then
-          for o = 0, #s - 8, 8 do
-            local v = ptr(s, o)
-            if v and v > 0 then n = n + 1; words[n] = v end
-          end
-        end
-        break
-      end
+      if rsp >= maps[i].lo and rsp < maps[i].hi then limit = maps[i].hi - rsp; break end
     end
   end
-  return words
+  return function(i)
+    while i > #words and step < #STEPS and done < limit do
+      step = step + 1
+      local upto = math.min(STEPS[step], limit)
+      upto = upto - upto % 8
+      local s = upto > done and self.target:read(rsp + done, upto - done)
+      if not s then limit = 0; break end
+      decode_words(s, words)
+      done = upto
+    end
+    return words[i]
+  end
 end
-M.NATIVE_WINDOW = 16384
+
+local MAX_TRIES = 256
+
+-- whether w is 8-aligned and in writable memory
+local function writable(maps, w)
+  if w <= 0 or w % 8 ~= 0 then return false end
+  for k = 1, #maps do
+    local m = maps[k]
+    if w >= m.lo and w < m.hi then return m.perms:sub(2, 2) == "w" end
+  end
+  return false
+end
+
+-- the global_State of the thread object at w when it is one of gs's, else nil
+local function thread_g(self, w, gs)
+  local head = self.target:read(w, self.lay.L.l_G + 8)
+  if head and u8(head, self.lay.L.tt) == self.lay.tags.thread_gc then
+    local g = ptr(head, self.lay.L.l_G)
+    if g and gs[g] then return g end
+  end
+end
 
 -- which of the process's states thread tid runs: the one whose main
--- thread or global_State a register or the native stack's top points at
+-- thread or global_State a register or the native stack's top points at,
+-- else the one of a thread (a coroutine) they point at
 local function pick_state(self, words)
   if #self.states == 1 then return self.states[1] end
-  local want = {}
-  for _, s in ipairs(self.states) do want[s.L] = s; want[s.g] = s end
-  for _, v in ipairs(words()) do
+  local want, gs = {}, {}
+  for _, s in ipairs(self.states) do want[s.L] = s; want[s.g] = s; gs[s.g] = s end
+  local i = 1
+  while true do
+    local v = words(i)
+    if v == nil then break end
     if want[v] then return want[v] end
+    i = i + 1
+  end
+  local tried, maps = 0, self.target.maps
+  for pass = 1, 2 do
+    i = 1
+    while tried < MAX_TRIES do
+      local w = words(i)
+      if w == nil then break end
+      i = i + 1
+      if (pass == 1 and self.known[w]) or (pass == 2 and not self.known[w] and writable(maps, w)) then
+        tried = tried + 1
+        local g = thread_g(self, w, gs)
+        if g then self.known[w] = g; return gs[g] end
+      end
+    end
   end
   return nil
 end
 
 -- the active threads of this global_State that words point at, by nesting
--- (nCcalls) ascending: a word is tried when it is 8-aligned in writable
--- memory, at most MAX_TRIES of them, each read and checked by thread()
-local MAX_TRIES = 256
+-- (nCcalls) ascending: threads already seen (self.known) are checked
+-- first; other words only when none of those is found, when 8-aligned in
+-- writable memory, at most MAX_TRIES of them, each read and checked by
+-- thread()
 local function native_threads(self, words, visited)
-  local maps, found, tried, seen = self.target.maps, {}, 0, {}
-  for _, w in ipairs(words) do
-    if w % 8 == 0 and not visited[w] and not seen[w] then
-      seen[w] = true
-      local writable = false
-      for i = 1, #maps do
-        local m = maps[i]
-        if w >= m.lo and w < m.hi then writable = m.perms:sub(2, 2) == "w"; break end
-      end
-      if writable then
+  local maps, found, seen, gs = self.target.maps, {}, {}, { [self.g] = true }
+  local function try(w)
+    seen[w] = true
+    local c = thread(self, w)
+    if c then self.known[w] = self.g end
+    if c and c.active then found[#found + 1] = c end
+  end
+  local i = 1
+  while true do
+    local w = words(i)
+    if w == nil then break end
+    if self.known[w] == self.g and not visited[w] and not seen[w] then try(w) end
+    i = i + 1
+  end
+  if #found == 0 then
+    local tried = 0
+    i = 1
+    while tried < MAX_TRIES do
+      local w = words(i)
+      if w == nil then break end
+      i = i + 1
+      if not visited[w] and not seen[w] and not self.known[w] and writable(maps, w) then
+        seen[w] = true
         tried = tried + 1
-        if tried > MAX_TRIES then break end
-        local head = self.target:read(w, self.lay.L.l_G + 8)
-        if head and u8(head, self.lay.L.tt) == self.lay.tags.thread_gc
-           and ptr(head, self.lay.L.l_G) == self.g then
-          local c = thread(self, w)
-          if c and c.active then found[#found + 1] = c end
-        end
+        if thread_g(self, w, gs) then try(w) end
       end
     end
   end
@@ -578,11 +675,7 @@ end
 
 function State:stack(tid, regs)
   local _ = tid
-  local words_cache
-  local function words()
-    words_cache = words_cache or native_words(self, regs)
-    return words_cache
-  end
+  local words = native_words(self, regs)
   local which = pick_state(self, words)
   if not which then return nil, "no known Lua state in the thread's registers or native stack", "outside" end
   self.g, self.L = which.g, which.L
@@ -606,11 +699,11 @@ function State:stack(tid, regs)
       f.address = nil
       if #frames > MAX_FRAMES then return nil, ("more than %d frames"):format(MAX_FRAMES) end
     end
-    local nxt = resumed_by(self, t, cis[#cis], visited)
+    local nxt = top_is_c and resumed_by(self, t, cis[#cis], visited) or nil
     if not nxt and top_is_c then
       -- a C function may resume a coroutine it holds elsewhere (a host's
       -- lua_resume): that coroutine's lua_State is on the native stack
-      native = native or native_threads(self, words(), visited)
+      native = native or native_threads(self, words, visited)
       -- (every active thread is on the chain of resumes: one not seen yet is
       -- further down it; the least nested first)
       for _, c in ipairs(native) do
@@ -623,7 +716,7 @@ function State:stack(tid, regs)
   return frames
 end
 
-function State:close() self.sources = {} end
+function State:close() self.protos, self.nprotos = {}, 0 end
 
 -- Probe --------------------------------------------------------------------
 
@@ -633,7 +726,6 @@ function State:close() self.sources = {} end
 local function scan(target, lay)
   local found, seen = {}, {}
   local lG, gL, ttoff = lay.L.l_G, lay.g_from_L, lay.L.tt
-  local unpack = string.unpack
   local scanned = 0
   for _, m in ipairs(target.maps) do
     local anon = m.path == nil or m.path == "" or m.path == "[heap]"
@@ -677,8 +769,8 @@ function M.probe(target)
   end
   local found, scanned = scan(target, lay)
   local st = setmetatable({ target = target, lay = lay, runtime = "Lua " .. version,
-                            version_from = where, states = {}, sources = {}, nsources = 0,
-                            cnames = {} }, State)
+                            version_from = where, states = {}, protos = {}, nprotos = 0,
+                            cnames = {}, known = {} }, State)
   for _, L in ipairs(found) do
     st.g, st.L = L + lay.g_from_L, L
     local t = thread(st, L)
