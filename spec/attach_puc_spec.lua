@@ -97,7 +97,6 @@ local function profile_pid(pid, n)
   for _ = 1, n do
     u.h.sleep_ms(math.random(0, 2))   -- a cheap+dear round is about 1 ms
     assert(sig.stop(pid, threads), "target did not stop")
-    t:refresh()
     for _, tid in ipairs(threads) do
       local frames, reason, kind = st:stack(tid, thread_regs(pid, tid))
       if frames then add(tid, frames)

@@ -99,9 +99,17 @@ local function in_maps(maps, addr, len)
 end
 
 -- reads len bytes at addr after checking they lie in one readable mapping
+-- (an address outside the known mappings has the target's mappings read
+-- again, once per stack: the target maps memory as it runs)
 local function rd(st, addr, len, what)
   if not in_maps(st.target.maps, addr, len) then
-    return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr or 0)
+    if st.may_refresh and st.target.refresh then
+      st.may_refresh = false
+      st.target:refresh()
+    end
+    if not in_maps(st.target.maps, addr, len) then
+      return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr or 0)
+    end
   end
   local s, err = st.target:read(addr, len)
   if not s or #s < len then
@@ -675,6 +683,7 @@ end
 
 function State:stack(tid, regs)
   local _ = tid
+  self.may_refresh = true
   local words = native_words(self, regs)
   local which = pick_state(self, words)
   if not which then return nil, "no known Lua state in the thread's registers or native stack", "outside" end
