@@ -264,6 +264,46 @@ drive(function()
 end)
 ]]
 
+-- The current line of a function of several lines, against Lua's own: a
+-- count hook runs every 2 to 9 instructions of body (drawn again at each
+-- call, so that it lands on every line); it asks debug.getinfo for
+-- body's current line and spins in a call on a line of its own for each of
+-- body's lines, so that a sample in spin says (by the hook frame's line)
+-- which line Lua saw in body at that moment.
+local BODY = {
+  "local function body(n)",
+  "  local s = 0",
+  "  for i = 1, n do",
+  "    s = s + i",
+  "    s = s % 1000",
+  "    s = s * 3",
+  "  end",
+  "  return s",
+  "end",
+}
+local function lines_workload()
+  local out = { "local function spin() local x = 0 for i = 1, 3000 do x = x + i end return x end" }
+  local first = #out + 1
+  for _, l in ipairs(BODY) do out[#out + 1] = l end
+  local hook_line = {}   -- the hook's line of spin() -> body's line it stands for
+  out[#out + 1] = "local hook"
+  out[#out + 1] = "function hook()"
+  out[#out + 1] = "  local l = debug.getinfo(2, 'l').currentline"
+  out[#out + 1] = "  if l == nil then return"
+  for k = 0, #BODY - 1 do
+    out[#out + 1] = ("  elseif l == %d then spin()"):format(first + k)
+    hook_line[#out] = first + k
+  end
+  out[#out + 1] = "  end"
+  out[#out + 1] = "  debug.sethook(hook, '', math.random(2, 9))"
+  out[#out + 1] = "end"
+  out[#out + 1] = "io.stdout:setvbuf('no')"
+  out[#out + 1] = "print('ready')"
+  out[#out + 1] = "debug.sethook(hook, '', 5)"
+  out[#out + 1] = "while true do body(1000) end"
+  return table.concat(out, "\n") .. "\n", hook_line, first
+end
+
 local RUNTIMES = { "lua5.4", "lua5.3", "lua5.1" }
 
 local function write(path, text)
@@ -485,6 +525,30 @@ describe("perfev.attach.puc", function()
       local w, total = leaf_weights(prof, info, { "cheap", "dear" })
       assert.is_true(total >= 0.9 * 300 * (prof.states and 1 or 0.5), ("%d samples in cheap/dear"):format(total))
       assert.is_true(w.cheap > 0 and w.dear > w.cheap)
+    end)
+
+    it(interp .. ": the current line of a function of several lines is the one Lua gives", function()
+      if interp_missing(interp) then return end
+      local code, hook_line, first = lines_workload()
+      local pid = start(interp, dir, code)
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, 300))
+      local checked, lines = 0, {}
+      for _, st in ipairs(prof.stacks) do
+        local fr = {}
+        for i, id in ipairs(st.frames) do fr[i] = prof.frames[id] end
+        local n = #fr
+        if n >= 3 and fr[n - 1].what == "Lua" and hook_line[fr[n - 1].line]
+           and fr[n - 2].linedefined == first then
+          assert.are.equal(hook_line[fr[n - 1].line], fr[n - 2].line, "body's line as Lua saw it")
+          checked = checked + st.weight
+          lines[fr[n - 2].line] = true
+        end
+      end
+      local distinct = 0
+      for _ in pairs(lines) do distinct = distinct + 1 end
+      assert.is_true(checked >= 100, ("%d samples in the hook's spin"):format(checked))
+      assert.is_true(distinct >= 3, ("%d distinct lines of body"):format(distinct))
     end)
 
     it(interp .. ": short_src is cut as that version's luaO_chunkid cuts it", function()
