@@ -9,8 +9,9 @@ local u = require "spec.support.util"
 local proc_target = require "spec.support.proc_target"
 local puc = require "perfev.attach.puc"
 
--- 1200 samples: a share's standard deviation is 1.25 % (measured: up to 1.8 % with
--- the stops' timing), the +-5 % bound about 3 of them
+-- 1200 samples: a share's binomial standard deviation is 1.25 %, the +-5 %
+-- bound 4 of them (six runs of 800 gave cheap 22.1-26.6 %, its share by
+-- os.clock inside the target being 25.6 %)
 local SAMPLES = 1200
 
 -- The target stopped while it is read: SIGSTOP through one long-lived
