@@ -1,0 +1,616 @@
+-- The PUC Lua reader (perfev.attach.puc) against running lua5.4, lua5.3
+-- and lua5.1 processes, as Debian ships them (stripped, no debug symbols):
+-- a workload of two functions costing 1:3 gives 25 % / 75 % +- 5 %, the
+-- frames' source, linedefined and currentline equal what debug.getinfo
+-- printed inside the target, a producer coroutine shows under its
+-- resumer's coroutine.resume frame, short_src follows each version's
+-- luaO_chunkid, and a process that is not PUC Lua is refused with a reason.
+local u = require "spec.support.util"
+local proc_target = require "spec.support.proc_target"
+local puc = require "perfev.attach.puc"
+
+-- 1200 samples: a share's binomial standard deviation is 1.25 %, the +-5 %
+-- bound 4 of them (six runs of 800 gave cheap 22.1-26.6 %, its share by
+-- os.clock inside the target being 25.6 %)
+local SAMPLES = 1200
+
+-- The target stopped while it is read: SIGSTOP through one long-lived
+-- shell (its kill is a builtin: no fork per sample), then /proc/PID/stat
+-- polled until the kernel says it is stopped.
+local function proc_state(pid, tid)
+  local s = u.read_file(("/proc/%d/task/%d/stat"):format(pid, tid or pid))
+  return s and s:match("^%d+ %b() (%a)")
+end
+
+local function stopper()
+  local sh = assert(io.popen("sh", "w"))
+  local self = {}
+  function self.signal(sig, pid) sh:write("kill -", sig, " ", pid, "\n"); sh:flush() end
+  -- stopped when every thread is (a group stop reaches each one in turn)
+  function self.stop(pid, threads)
+    self.signal("STOP", pid)
+    threads = threads or { pid }
+    local k = 1
+    for i = 1, 3000 do
+      while threads[k] and proc_state(pid, threads[k]) == "T" do k = k + 1 end
+      if not threads[k] then return true end
+      if i > 200 then u.h.sleep_ms(1) end
+    end
+    return false
+  end
+  function self.close() sh:close() end
+  return self
+end
+
+-- The registers a stopped thread's /proc/PID/task/TID/syscall shows: its
+-- stack pointer and program counter (the last two fields).
+local function thread_regs(pid, tid)
+  local s = u.read_file(("/proc/%d/task/%d/syscall"):format(pid, tid)) or ""
+  local sp, pc = s:match("0x(%x+) 0x(%x+)%s*$")
+  return { rsp = sp and tonumber(sp, 16), rip = pc and tonumber(pc, 16) }
+end
+
+local function tids(pid)
+  local list = {}
+  for line in u.sh("ls /proc/" .. pid .. "/task"):gmatch("%d+") do list[#list + 1] = tonumber(line) end
+  return list
+end
+
+-- THE DRIVERS: profile_pid(pid, n) profiles process pid with n samples and
+-- returns the raw profile shape the engine feeds (perfev.profile.data:
+-- frames, stacks of frame ids root first with weight and samples; here each
+-- stack also says its thread, tid) with the samples outside Lua and those
+-- dropped counted (reasons: why -> count), or nil, why (refused).
+-- profile_stopped, the stand-in until the engine is merged: it stops the
+-- target at random times (SIGSTOP), reads each thread's stack pointer and
+-- pc from /proc and its memory through spec.support.proc_target, one sample
+-- of each thread per stop; it also returns the probe's states.
+local function profile_stopped(pid, n)
+  local sig = stopper()
+  local t = assert(proc_target.open(pid))
+  assert(sig.stop(pid), "target did not stop")
+  local st, why = puc.probe(t)
+  sig.signal("CONT", pid)
+  if not st then t:close(); sig.close(); return nil, why end
+  local prof = { frames = {}, stacks = {}, weight = 0, samples = 0, dropped = 0, outside = 0,
+                 runtime = st.runtime, states = st.states, reasons = {} }
+  local frame_ids, stack_ids = {}, {}
+  local threads = tids(pid)
+  local function add(tid, frames)
+    local ids = {}
+    for i, f in ipairs(frames) do
+      local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
+      if not frame_ids[key] then
+        prof.frames[#prof.frames + 1] = f
+        frame_ids[key] = #prof.frames
+      end
+      ids[i] = frame_ids[key]
+    end
+    local skey = tid .. ":" .. table.concat(ids, ",")
+    local s = stack_ids[skey]
+    if not s then
+      s = { frames = ids, weight = 0, samples = 0, tid = tid }
+      prof.stacks[#prof.stacks + 1] = s
+      stack_ids[skey] = s
+    end
+    s.weight, s.samples = s.weight + 1, s.samples + 1
+    prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
+  end
+  for _ = 1, n do
+    -- a gap of random length, continuous over more than a cheap+dear round
+    -- (about 1 ms): whole milliseconds of sleep alone step the round's
+    -- phase by nearly the same amount each time, and the samples correlate
+    u.h.sleep_ms(math.random(0, 1))
+    u.spin(math.random(0, 1500000))
+    assert(sig.stop(pid, threads), "target did not stop")
+    for _, tid in ipairs(threads) do
+      local frames, reason, kind = st:stack(tid, thread_regs(pid, tid))
+      if frames then add(tid, frames)
+      elseif kind == "outside" then prof.outside = prof.outside + 1
+      else
+        prof.dropped = prof.dropped + 1
+        prof.reasons[reason] = (prof.reasons[reason] or 0) + 1
+      end
+    end
+    sig.signal("CONT", pid)
+  end
+  t:close()
+  sig.close()
+  return prof
+end
+
+-- profile_attached: the engine, perfev.attach (cpu-clock at 499 Hz until n
+-- samples), in the same shape; each sample's weight 1 (a cpu-clock sample
+-- stands for one period), its thread from on_sample.
+local function profile_attached(pid, n)
+  local attach = require "perfev.attach"
+  local prof = { frames = {}, stacks = {}, weight = 0, samples = 0 }
+  local frame_ids, stack_ids, seen = {}, {}, 0
+  local function add(tid, frames)
+    local ids = {}
+    for i, f in ipairs(frames) do
+      local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
+      if not frame_ids[key] then
+        prof.frames[#prof.frames + 1] = f
+        frame_ids[key] = #prof.frames
+      end
+      ids[i] = frame_ids[key]
+    end
+    local skey = tid .. ":" .. table.concat(ids, ",")
+    local s = stack_ids[skey]
+    if not s then
+      s = { frames = ids, weight = 0, samples = 0, tid = tid }
+      prof.stacks[#prof.stacks + 1] = s
+      stack_ids[skey] = s
+    end
+    s.weight, s.samples = s.weight + 1, s.samples + 1
+    prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
+  end
+  local p, why = attach.attach { pid = pid, event = "cpu-clock", freq = 499, duration = 120,
+                                 on_sample = function(tid, frames)
+                                   seen = seen + 1
+                                   if frames and #frames > 0 then add(tid, frames) end
+                                   return seen >= n
+                                 end }
+  if not p then return nil, why end
+  prof.runtime, prof.dropped, prof.outside = p.attach.runtime, p.attach.dropped, p.attach.outside
+  prof.reasons = p.attach.reasons
+  return prof
+end
+
+-- the engine where it is there (perfev.attach), else the stand-in
+local has_engine = pcall(require, "perfev.attach")
+local profile_pid = has_engine and profile_attached or profile_stopped
+
+-- Workloads ------------------------------------------------------------------
+
+-- A leaf function on one line, so that the line a sample stops at is its
+-- own whatever instruction last saved the pc; called with probe, it prints
+-- (through report) debug.getinfo of itself and of its caller.
+local REPORT = [[
+local function report(name)
+  local a, b = debug.getinfo(2, "Sl"), debug.getinfo(3, "Sl")
+  print("info " .. name, a.short_src, a.linedefined, a.currentline, b.currentline)
+end
+]]
+local function one_line(name)
+  return ("local function %s(n, probe) if probe then report(%q) return 0 end "
+          .. "local s = 0 for i = 1, n do s = s + i %% 7 end return s end\n"):format(name, name)
+end
+
+-- cheap(n) and dear(3n), called from the main chunk's loop on one line
+local WORK = REPORT .. one_line("cheap") .. one_line("dear") .. [[
+local N = 20000
+io.stdout:setvbuf("no")
+local x, round = 0, 0
+while true do
+  local probe = round == 0
+  x = x + cheap(N, probe) + dear(3 * N, probe)
+  if probe then print("ready") end
+  round = round + 1
+end
+]]
+
+-- the producer runs in a coroutine, resumed by the main chunk's loop;
+-- the consumer (three times the work) in the main chunk
+local COROUTINES = REPORT .. one_line("produce") .. one_line("consume") .. [[
+local N = 20000
+local producer = coroutine.create(function(probe)
+  while true do probe = coroutine.yield(produce(N, probe)) end
+end)
+io.stdout:setvbuf("no")
+local x, round = 0, 0
+while true do
+  local probe = round == 0
+  local _, v = coroutine.resume(producer, probe)
+  x = x + v + consume(3 * N, probe)
+  if probe then print("ready") end
+  round = round + 1
+end
+]]
+
+-- A C host linking liblua5.x.so: one Lua state per thread, each running
+-- a script; drive(f), a C function, resumes f in a coroutine only the
+-- registry holds (no argument or upvalue of the resumer names it).
+local HOST_C = [[
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static int drive(lua_State *L) {
+  lua_State *co;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  co = lua_newthread(L);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  for (;;) {
+    int status;
+#if LUA_VERSION_NUM >= 504
+    int nres;
+    status = lua_resume(co, L, 0, &nres);
+#elif LUA_VERSION_NUM >= 502
+    status = lua_resume(co, L, 0);
+#else
+    status = lua_resume(co, 0);
+#endif
+    if (status != LUA_YIELD) return luaL_error(L, "drive: %s", lua_tostring(co, -1));
+    lua_settop(co, 0);
+  }
+}
+
+static void *run(void *path) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  lua_pushcfunction(L, drive);
+  lua_setglobal(L, "drive");
+  if (luaL_dofile(L, (const char *)path)) fprintf(stderr, "%s\n", lua_tostring(L, -1));
+  lua_close(L);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  pthread_t t[2];
+  int i, n = argc - 1 < 2 ? argc - 1 : 2;
+  for (i = 0; i < n; i++) pthread_create(&t[i], NULL, run, argv[i + 1]);
+  for (i = 0; i < n; i++) pthread_join(t[i], NULL);
+  return 0;
+}
+]]
+
+-- the host's second state: inner runs in the coroutine drive resumes
+local DRIVEN = REPORT .. one_line("inner") .. [[
+local N = 20000
+io.stdout:setvbuf("no")
+drive(function()
+  local probe = true
+  while true do inner(N, probe); if probe then print("ready") end probe = false; coroutine.yield() end
+end)
+]]
+
+-- The current line of a function of several lines, against Lua's own: a
+-- count hook runs every 2 to 9 instructions of body (drawn again at each
+-- call, so that it lands on every line); it asks debug.getinfo for
+-- body's current line and spins in a call on a line of its own for each of
+-- body's lines, so that a sample in spin says (by the hook frame's line)
+-- which line Lua saw in body at that moment.
+local BODY = {
+  "local function body(n)",
+  "  local s = 0",
+  "  for i = 1, n do",
+  "    s = s + i",
+  "    s = s % 1000",
+  "    s = s * 3",
+  "  end",
+  "  return s",
+  "end",
+}
+local function lines_workload()
+  local out = { "local function spin() local x = 0 for i = 1, 3000 do x = x + i end return x end" }
+  local first = #out + 1
+  for _, l in ipairs(BODY) do out[#out + 1] = l end
+  local hook_line = {}   -- the hook's line of spin() -> body's line it stands for
+  out[#out + 1] = "local hook"
+  out[#out + 1] = "function hook()"
+  out[#out + 1] = "  local l = debug.getinfo(2, 'l').currentline"
+  out[#out + 1] = "  if l == nil then return"
+  for k = 0, #BODY - 1 do
+    out[#out + 1] = ("  elseif l == %d then spin()"):format(first + k)
+    hook_line[#out] = first + k
+  end
+  out[#out + 1] = "  end"
+  out[#out + 1] = "  debug.sethook(hook, '', math.random(2, 9))"
+  out[#out + 1] = "end"
+  out[#out + 1] = "io.stdout:setvbuf('no')"
+  out[#out + 1] = "print('ready')"
+  out[#out + 1] = "debug.sethook(hook, '', 5)"
+  out[#out + 1] = "while true do body(1000) end"
+  return table.concat(out, "\n") .. "\n", hook_line, first
+end
+
+local RUNTIMES = { "lua5.4", "lua5.3", "lua5.1" }
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- starts cmd .. " " .. the scripts (written under a directory name long
+-- enough that short_src is cut by LUA_IDSIZE) and waits for each to print
+-- "ready"; returns the pid and the functions' debug.getinfo by name
+local function launch(cmd, dir, codes)
+  local sub = dir .. "/a-directory-whose-name-is-long-enough-to-be-cut-by-chunkid"
+  u.sh("mkdir -p " .. u.quote(sub))
+  local paths = {}
+  for i, code in ipairs(codes) do
+    paths[i] = u.quote(("%s/workload%d.lua"):format(sub, i))
+    write(("%s/workload%d.lua"):format(sub, i), code)
+  end
+  local out = dir .. "/out"
+  local pid = tonumber(u.trim(u.sh(("%s %s > %s 2>&1 & echo $!"):format(cmd, table.concat(paths, " "), u.quote(out)))))
+  local info = {}
+  for _ = 1, 500 do
+    local text = u.read_file(out) or ""
+    local _, ready = text:gsub("ready", "")
+    if ready >= #codes then
+      for name, src, ld, line, caller in text:gmatch("info (%a+)\t([^\t]+)\t(%-?%d+)\t(%-?%d+)\t(%-?%d+)") do
+        info[name] = { source = src, linedefined = tonumber(ld), line = tonumber(line), caller = tonumber(caller) }
+      end
+      return pid, info
+    end
+    u.h.sleep_ms(10)
+  end
+  u.sh("kill " .. pid)
+  error(cmd .. " workload did not start: " .. tostring(u.read_file(out)))
+end
+
+local function start(interp, dir, code) return launch(interp, dir, { code }) end
+
+local function leaf_weights(prof, info, names)
+  local w, total = {}, 0
+  for _, s in ipairs(prof.stacks) do
+    local leaf = prof.frames[s.frames[#s.frames]]
+    for _, name in ipairs(names) do
+      local want = info[name]
+      if leaf.what == "Lua" and leaf.source == want.source and leaf.linedefined == want.linedefined then
+        w[name] = (w[name] or 0) + s.weight
+        total = total + s.weight
+      end
+    end
+  end
+  return w, total
+end
+
+local function interp_missing(interp)
+  if not u.have(interp) then
+    print(("attach_puc_spec: %s is not installed: skipped"):format(interp))
+    return true
+  end
+end
+
+describe("perfev.attach.puc", function()
+  local dir
+  local pids = {}
+  before_each(function() dir = u.tmpdir() end)
+  after_each(function()
+    for _, pid in ipairs(pids) do u.sh("kill -CONT " .. pid .. "; kill " .. pid .. " 2>/dev/null") end
+    pids = {}
+    u.rmdir(dir)
+  end)
+
+  if not u.is_root() then
+    it("needs root to read another process's memory", function()
+      print("attach_puc_spec: not root: skipped")
+    end)
+    return
+  end
+
+  for _, interp in ipairs(RUNTIMES) do
+    it(interp .. ": two functions costing 1:3 give 25 % / 75 %, named as debug.getinfo names them", function()
+      if interp_missing(interp) then return end
+      local pid, info = start(interp, dir, WORK)
+      pids[#pids + 1] = pid
+      assert.truthy(info.cheap and info.dear, "the target printed its debug.getinfo")
+      local prof = assert(profile_pid(pid, SAMPLES))
+      if prof.states then assert.are.equal(1, #prof.states) end
+      assert.are.equal("Lua " .. interp:match("%d%.%d"), prof.runtime:match("^Lua %d%.%d"))
+      -- a stack is dropped only where the target was stopped mid-change
+      -- (a call being set up or a coroutine switching): a few at most
+      assert.is_true(prof.dropped <= 0.02 * SAMPLES, ("%d dropped"):format(prof.dropped))
+      local w, total = leaf_weights(prof, info, { "cheap", "dear" })
+      assert.is_true(total >= 0.9 * prof.samples, ("%d of %d samples in cheap/dear"):format(total, prof.samples))
+      local share = w.cheap / total
+      assert.is_true(math.abs(share - 0.25) <= 0.05, ("cheap's share %.3f"):format(share))
+      assert.is_true(math.abs(w.dear / total - 0.75) <= 0.05, ("dear's share %.3f"):format(w.dear / total))
+      -- every stack in cheap/dear: [C] (the interpreter's pmain), the main
+      -- chunk at the loop's line, the function at its own line
+      for _, s in ipairs(prof.stacks) do
+        local leaf = prof.frames[s.frames[#s.frames]]
+        local want = (leaf.linedefined == info.cheap.linedefined and info.cheap)
+                     or (leaf.linedefined == info.dear.linedefined and info.dear)
+        if want then
+          assert.are.equal(3, #s.frames)
+          local root, main = prof.frames[s.frames[1]], prof.frames[s.frames[2]]
+          assert.are.same({ what = "C", source = "[C]", line = -1, linedefined = -1 },
+                          { what = root.what, source = root.source, line = root.line, linedefined = root.linedefined })
+          assert.are.same({ what = "main", source = want.source, line = want.caller, linedefined = 0 },
+                          { what = main.what, source = main.source, line = main.line, linedefined = main.linedefined })
+          assert.are.same({ what = "Lua", source = want.source, line = want.line, linedefined = want.linedefined },
+                          { what = leaf.what, source = leaf.source, line = leaf.line, linedefined = leaf.linedefined })
+        end
+      end
+      -- the source is cut as Lua cuts it
+      assert.are.equal("...", info.cheap.source:sub(1, 3))
+    end)
+
+    it(interp .. ": a producer coroutine shows under its resumer's coroutine.resume frame", function()
+      if interp_missing(interp) then return end
+      local pid, info = start(interp, dir, COROUTINES)
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, SAMPLES))
+      assert.is_true(prof.dropped <= 0.02 * SAMPLES, ("%d dropped"):format(prof.dropped))
+      local w, total = leaf_weights(prof, info, { "produce", "consume" })
+      assert.is_true(total >= 0.9 * prof.samples, ("%d of %d samples in produce/consume"):format(total, prof.samples))
+      assert.is_true(math.abs(w.produce / total - 0.25) <= 0.05, ("produce's share %.3f"):format(w.produce / total))
+      local seen = 0
+      for _, s in ipairs(prof.stacks) do
+        local fr = {}
+        for i, id in ipairs(s.frames) do fr[i] = prof.frames[id] end
+        local leaf = fr[#fr]
+        if leaf.what == "Lua" and leaf.linedefined == info.produce.linedefined then
+          seen = seen + s.weight
+          -- [C] pmain, main chunk at the resume, coroutine.resume [C], the
+          -- coroutine's body at its call of produce, produce
+          assert.are.equal(5, #fr)
+          assert.are.equal("main", fr[2].what)
+          assert.are.same({ "C", "coroutine.resume", "[C]" }, { fr[3].what, fr[3].name, fr[3].source })
+          assert.are.same({ "Lua", info.produce.source, info.produce.caller },
+                          { fr[4].what, fr[4].source, fr[4].line })
+          assert.are.same({ info.produce.source, info.produce.line }, { leaf.source, leaf.line })
+        elseif leaf.what == "Lua" and leaf.linedefined == info.consume.linedefined then
+          assert.are.equal(3, #fr)
+          assert.are.same({ "main", info.consume.caller }, { fr[2].what, fr[2].line })
+        end
+      end
+      assert.is_true(seen > 0)
+    end)
+
+    it(interp .. ": a C host's two states are found, each thread's stack from its own state, "
+       .. "a coroutine resumed from C under the C function", function()
+      if interp_missing(interp) then return end
+      local v = interp:match("%d%.%d")
+      if not u.exists("/usr/include/lua" .. v .. "/lua.h") or not u.have("cc") then
+        print(("attach_puc_spec: no cc or no /usr/include/lua%s (liblua%s-dev): C host skipped"):format(v, v))
+        return
+      end
+      write(dir .. "/host.c", HOST_C)
+      local bin = dir .. "/host"
+      local out, ok = u.sh(("cc -O1 -o %s %s -I/usr/include/lua%s -llua%s -lpthread 2>&1")
+                           :format(u.quote(bin), u.quote(dir .. "/host.c"), v, v))
+      assert(ok, out)
+      local pid, info = launch(bin, dir, { WORK, DRIVEN })
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, 300))
+      assert.are.equal("Lua " .. v, prof.runtime:match("^Lua %d%.%d"))
+      assert.is_true(prof.dropped <= 0.02 * 600, ("%d dropped"):format(prof.dropped))
+      if prof.states then   -- the stand-in driver says what the probe found
+        assert.are.equal(2, #prof.states)
+        assert.are_not.equal(prof.states[1].label, prof.states[2].label)
+        -- the process's main thread waits in pthread_join: outside Lua
+        assert.is_true(prof.outside >= 290, ("%d outside"):format(prof.outside))
+      end
+      local drive_line
+      local n = 0
+      for line in DRIVEN:gmatch("([^\n]*)\n") do
+        n = n + 1
+        if line:find("^drive%(") then drive_line = n end
+      end
+      local tid_of, in_inner = {}, 0
+      for _, st in ipairs(prof.stacks) do
+        assert.are_not.equal(pid, st.tid)
+        local fr = {}
+        for i, id in ipairs(st.frames) do fr[i] = prof.frames[id] end
+        local leaf = fr[#fr]
+        assert.are.equal("main", fr[1].what)
+        if leaf.source == info.inner.source and leaf.linedefined == info.inner.linedefined then
+          -- the main chunk at drive(...), drive [C], the coroutine's body, inner
+          in_inner = in_inner + st.weight
+          assert.are.same({ { "main", drive_line }, { "C", "drive" }, { "Lua", info.inner.caller },
+                            { "Lua", info.inner.line } },
+                          { { fr[1].what, fr[1].line }, { fr[2].what, fr[2].name }, { fr[3].what, fr[3].line },
+                            { leaf.what, leaf.line } })
+          tid_of.inner = tid_of.inner or st.tid
+          assert.are.equal(tid_of.inner, st.tid)
+        elseif leaf.linedefined == info.cheap.linedefined or leaf.linedefined == info.dear.linedefined then
+          assert.are.same({ "main", info.cheap.caller }, { fr[1].what, fr[1].line })
+          assert.are.equal(2, #fr)
+          tid_of.work = tid_of.work or st.tid
+          assert.are.equal(tid_of.work, st.tid)
+        end
+      end
+      assert.are_not.equal(tid_of.work, tid_of.inner)
+      if in_inner < 0.9 * 300 * (prof.states and 1 or 0.5) then   -- say what the driven thread showed instead
+        local seen = {}
+        for _, st in ipairs(prof.stacks) do
+          if st.tid == tid_of.inner then
+            local fr = {}
+            for i, id in ipairs(st.frames) do
+              local f = prof.frames[id]
+              fr[i] = ("%s %s %s:%s"):format(f.what, tostring(f.name), f.source, f.line)
+            end
+            seen[#seen + 1] = st.weight .. " x " .. table.concat(fr, " | ")
+          end
+        end
+        for r, k in pairs(prof.reasons) do seen[#seen + 1] = k .. " x dropped: " .. r end
+        error(("%d samples in the driven coroutine's inner; its thread showed:\n%s")
+              :format(in_inner, table.concat(seen, "\n")))
+      end
+      local w, total = leaf_weights(prof, info, { "cheap", "dear" })
+      assert.is_true(total >= 0.9 * 300 * (prof.states and 1 or 0.5), ("%d samples in cheap/dear"):format(total))
+      assert.is_true(w.cheap > 0 and w.dear > w.cheap)
+    end)
+
+    it(interp .. ": the current line of a function of several lines is the one Lua gives", function()
+      if interp_missing(interp) then return end
+      local code, hook_line, first = lines_workload()
+      local pid = start(interp, dir, code)
+      pids[#pids + 1] = pid
+      local prof = assert(profile_pid(pid, 300))
+      local checked, lines = 0, {}
+      for _, st in ipairs(prof.stacks) do
+        local fr = {}
+        for i, id in ipairs(st.frames) do fr[i] = prof.frames[id] end
+        local n = #fr
+        if n >= 3 and fr[n - 1].what == "Lua" and hook_line[fr[n - 1].line]
+           and fr[n - 2].linedefined == first then
+          assert.are.equal(hook_line[fr[n - 1].line], fr[n - 2].line, "body's line as Lua saw it")
+          checked = checked + st.weight
+          lines[fr[n - 2].line] = true
+        end
+      end
+      local distinct = 0
+      for _ in pairs(lines) do distinct = distinct + 1 end
+      assert.is_true(checked >= 100, ("%d samples in the hook's spin"):format(checked))
+      assert.is_true(distinct >= 3, ("%d distinct lines of body"):format(distinct))
+    end)
+
+    it(interp .. ": short_src is cut as that version's luaO_chunkid cuts it", function()
+      if interp_missing(interp) then return end
+      local names = {
+        "@short.lua", "=stdin", "=" .. ("n"):rep(58), "=" .. ("n"):rep(59), "=" .. ("n"):rep(60),
+        "=" .. ("n"):rep(80), "@" .. ("f"):rep(51), "@" .. ("f"):rep(52), "@" .. ("f"):rep(53),
+        "@" .. ("f"):rep(58), "@" .. ("f"):rep(59), "@" .. ("f"):rep(60), "@" .. ("f"):rep(90),
+        "return 1", ("x"):rep(42), ("x"):rep(43), ("x"):rep(44), ("x"):rep(45), ("x"):rep(46),
+        ("x"):rep(80), "line one\nline two", "a\rb", ("y"):rep(50) .. "\nz", "",
+      }
+      local lines = {}
+      for _, n in ipairs(names) do lines[#lines + 1] = ("%q"):format(n) end
+      local script = dir .. "/chunkid.lua"
+      local f = assert(io.open(script, "w"))
+      f:write("local load = loadstring or load\n",
+              "for _, n in ipairs { ", table.concat(lines, ", "), " } do\n",
+              "  io.write(debug.getinfo(load('return 1', n), 'S').short_src, '\\0')\n",
+              "end\n")
+      f:close()
+      local out = u.sh(interp .. " " .. u.quote(script))
+      local got = {}
+      for s in out:gmatch("([^%z]*)%z") do got[#got + 1] = s end
+      assert.are.equal(#names, #got)
+      local rules = interp == "lua5.1" and "5.1" or "5.3"
+      for i, n in ipairs(names) do
+        assert.are.equal(got[i], puc.chunkid(rules, n), ("chunk name %q"):format(n))
+      end
+    end)
+  end
+
+  -- the reader's own refusals (the engine goes on to the next reader)
+  local function probe_pid(pid)
+    local t = assert(proc_target.open(pid))
+    local st, why = puc.probe(t)
+    t:close()
+    return st, why
+  end
+
+  it("refuses a process that is not PUC Lua, saying what it tried", function()
+    local pid = tonumber(u.trim(u.sh("sleep 60 > /dev/null 2>&1 & echo $!")))
+    pids[#pids + 1] = pid
+    u.h.sleep_ms(50)
+    local st, why = probe_pid(pid)
+    assert.is_nil(st)
+    assert.matches("no PUC Lua version string", why)
+    assert.matches("sleep", why)
+  end)
+
+  it("refuses a LuaJIT process, naming it", function()
+    if interp_missing("luajit") then return end
+    local pid = tonumber(u.trim(u.sh("luajit -e 'while true do end' > /dev/null 2>&1 & echo $!")))
+    pids[#pids + 1] = pid
+    u.h.sleep_ms(100)
+    local st, why = probe_pid(pid)
+    assert.is_nil(st)
+    assert.matches("LuaJIT", why)
+  end)
+end)
