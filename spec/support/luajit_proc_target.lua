@@ -22,6 +22,7 @@ end
 function M.open(pid)
   local mem, err = io.open("/proc/" .. pid .. "/mem", "rb")
   if not mem then return nil, err end
+  mem:setvbuf("no")   -- stdio would serve a seek inside its buffer from the old bytes
   local function link(name)
     local p = io.popen("readlink /proc/" .. pid .. "/" .. name)
     local s = p:read("*l")
@@ -72,7 +73,7 @@ function T:cstring(addr, max)
   local s = self:read(addr, max or 256)
   return s and s:match("^[^%z]*")
 end
-function T:symbol() return nil end
+function T.symbol() return nil end
 function T:close() self.mem:close() end
 
 return M

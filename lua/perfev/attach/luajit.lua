@@ -277,7 +277,7 @@ local function walk(self, L, base, ins, out)
   local maxstack = ref(self, L + lay.L_maxstack)
   if not stack or not maxstack then return nil, "unreadable thread" end
   if base < stack or base > maxstack or (base - stack) % 8 ~= 0 then
-    return nil, "frame base outside its thread's stack"
+    return nil, ("frame base 0x%x outside its thread 0x%x stack"):format(base, L)
   end
   local bottom = stack + (lay.fr2 and 8 or 0)
   local f = base - 8
@@ -546,7 +546,7 @@ local function scan(target, lay, found)
 end
 
 -- the VM's code range, from the dispatch table's handlers
-local function vm_range(target, lay, dispatch)
+local function vm_range(target, dispatch)
   local lo, hi
   for i = 0, layout.GG_LEN_DISP - 1 do
     local p = target:ptr(dispatch + i * 8)          -- ASMFunction: 8 bytes in both modes
@@ -645,7 +645,7 @@ function M.probe(target)
   for i, s in ipairs(list) do
     s.GG = s.L
     s.dispatch = s.GG + s.flavour.GG_dispatch
-    local lo, hi, m = vm_range(target, s.lay, s.dispatch)
+    local lo, hi, m = vm_range(target, s.dispatch)
     if not lo then
       return nil, ("a LuaJIT state at 0x%x has a dispatch table that does not point into "
         .. "executable code: not a layout this reader knows"):format(s.L)
@@ -670,17 +670,22 @@ function M.probe(target)
   return st
 end
 
--- The object probe returns: each thread's stack from the state running on it.
+-- The object probe returns: each thread's stack from the state running on
+-- it: of the states whose running thread has its VM C frame on this
+-- thread's stack, the innermost (the lowest frame: a state called from
+-- another one's C function runs above it).
 M.Universe = {}
 function M.Universe:stack(tid, regs)
-  local last
+  local rsp = regs and regs.rsp
+  if not rsp then return nil, "no stack pointer" end
+  local best, best_cf
   for _, s in ipairs(self.readers) do
-    local frames, why = s:stack(tid, regs)
-    if frames then return frames end
-    last = last or why
-    if not why:match("^thread not running Lua") then return nil, why end
+    local cur = ref(s, s.g + s.lay.g_cur_L)
+    local cf = cur and gct_of(s, cur) == GCT.thread and on_thread(s, cur, rsp)
+    if cf and (not best_cf or cf < best_cf) then best, best_cf = s, cf end
   end
-  return nil, last
+  if not best then return nil, "thread not running Lua (no VM C frame on its stack)" end
+  return best:stack(tid, regs)
 end
 function M.Universe:close()
   for _, s in ipairs(self.readers) do s:close() end
