@@ -11,6 +11,9 @@ local has_pt, pt = pcall(require, "ptstop")
 -- Debian's own luajit conflicts with luajit2: `apt-get download luajit
 -- libluajit-5.1-2` and `dpkg -x` both into this directory (usr/bin/luajit).
 local DEBIAN_ROOT = os.getenv("PERFEV_DEBIAN_LUAJIT") or "/tmp/perfev-ljdeb/root"
+-- A luajit built with 32-bit GC references (no Debian package is): e.g.
+-- luajit2's source built with `make XCFLAGS=-DLUAJIT_DISABLE_GC64`.
+local LUAJIT_GC32 = os.getenv("PERFEV_LUAJIT_GC32")
 
 local SAMPLES = 600
 
@@ -203,15 +206,23 @@ describe("perfev.attach.luajit", function()
   end)
 
   local runtimes = {
-    { label = "OpenResty luajit2", cmd = "luajit", flavour = "OpenResty" },
+    { label = "OpenResty luajit2", cmd = "luajit", flavour = "OpenResty", mode = "GC64" },
   }
   local debian = DEBIAN_ROOT .. "/usr/bin/luajit"
   if shell.exists(debian) then
-    runtimes[#runtimes + 1] = { label = "Debian luajit", flavour = nil,
+    runtimes[#runtimes + 1] = { label = "Debian luajit", flavour = nil, mode = "GC64",
       cmd = ("env LD_LIBRARY_PATH=%s/usr/lib/x86_64-linux-gnu %s"):format(DEBIAN_ROOT, debian) }
   else
     print(("attach_luajit_spec: Debian's luajit not checked: %s absent (apt-get download luajit "
       .. "libluajit-5.1-2; dpkg -x each into %s, or set PERFEV_DEBIAN_LUAJIT)"):format(debian, DEBIAN_ROOT))
+  end
+
+  if LUAJIT_GC32 and shell.exists(LUAJIT_GC32) then
+    runtimes[#runtimes + 1] = { label = "luajit2 with 32-bit GC refs", cmd = LUAJIT_GC32,
+                                flavour = "OpenResty", mode = "32%-bit GC refs" }
+  else
+    print("attach_luajit_spec: no luajit with 32-bit GC references checked (set PERFEV_LUAJIT_GC32 "
+      .. "to one built with XCFLAGS=-DLUAJIT_DISABLE_GC64)")
   end
 
   for _, rt in ipairs(runtimes) do
@@ -222,7 +233,7 @@ describe("perfev.attach.luajit", function()
         local res, err = sample(pid, SAMPLES)
         stop(pid)
         assert(res, err)
-        assert.matches("^LuaJIT 2%.1[^ ]* %(GC64", res.runtime)
+        assert.matches("^LuaJIT 2%.1[^ ]* %(" .. rt.mode, res.runtime)
         if rt.flavour then assert.matches(rt.flavour, res.runtime) else
           assert.not_matches("OpenResty", res.runtime) end
         assert.equal(1, #res.states)

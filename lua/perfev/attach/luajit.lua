@@ -325,7 +325,7 @@ end
 -- is the C stack of the state (its running thread's cframe) on the stack
 -- of the thread stopped with this rsp?
 local function on_thread(self, L, rsp)
-  local cf = ref(self, L + self.lay.L_cframe)
+  local cf = self.target:ptr(L + self.lay.L_cframe)   -- void *: 8 bytes in both modes
   if not cf or cf == 0 then return nil end
   cf = cf - cf % 8
   if cf < rsp then return nil end
@@ -344,7 +344,7 @@ local function resumers(self, cur)
   local th = ref(self, self.g + lay.g_mainthref)
   for _ = 1, MAX_CHAIN do
     if th == cur then return chain end
-    local base = ref(self, th + lay.L_base)
+    local base = self.target:ptr(th + lay.L_base)   -- TValue *: 8 bytes
     if not base then return nil end
     local fn = frame_at(self, base - 8)
     if not fn or self.target:u8(fn + lay.fn_ffid) == 0 then return nil end
@@ -369,7 +369,7 @@ local function trace_top(self, traceno)
   local J = self.GG + self.flavour.GG_J
   local size = self.target:u32(J + lay.J_sizetrace)
   if not size or traceno >= size then return nil, "trace number out of range" end
-  local traces = lay.gc64 and self.target:ptr(J + lay.J_trace) or self.target:u32(J + lay.J_trace)
+  local traces = self.target:ptr(J + lay.J_trace)             -- GCRef *: 8 bytes
   local T = traces and ref(self, traces + traceno * lay.ptr)
   if gct_of(self, T) ~= GCT.trace then return nil, "trace " .. traceno .. " not found" end
   local startpt = ref(self, T + lay.tr_startpt)
@@ -406,9 +406,9 @@ local function top_of(self, L, regs, vmstate)
     end
     return nil, "interpreter between instructions (BASE/PC registers not consistent)"
   end
-  local base = ref(self, L + lay.L_base)
+  local base = self.target:ptr(L + lay.L_base)
   if not base then return nil, "unreadable L->base" end
-  local cf = ref(self, L + lay.L_cframe)
+  local cf = self.target:ptr(L + lay.L_cframe)
   local ins
   if cf and cf ~= 0 then
     cf = cf - cf % 8

@@ -50,7 +50,8 @@ M.gc64 = {
 
 M.gc32 = {
   gc64 = false,
-  ptr = 4,
+  ptr = 4,                 -- GCRef / MRef size (C pointers: L->base, L->top,
+                           -- L->cframe, J->trace stay 8 bytes)
   slot = 8,
   fr2 = false,             -- one slot: func in the low half of base-1, ftsz/PC in the high half
   gct = 5,
