@@ -17,12 +17,28 @@ local LUAJIT_GC32 = os.getenv("PERFEV_LUAJIT_GC32")
 
 local SAMPLES = 600
 
-local function spin(seconds)
-  local stop = os.clock() + seconds
-  while os.clock() < stop do end
+-- the CPU time (ns) thread tid has run (/proc/TID/schedstat)
+local function cpu_ns(tid)
+  local s = shell.read_file("/proc/" .. tid .. "/schedstat")
+  return s and tonumber(s:match("^(%d+)"))
 end
 
--- The driver: n stacks of the target's main thread at random times, read by
+-- waits until thread tid has run ns more nanoseconds of CPU time (the
+-- engine's clock is the thread's CPU time too: stops at random times of the
+-- wall clock fell twice at the same spot when the target did not get a CPU
+-- in between on this shared machine, and 1:3 came out anywhere in 20-32 %)
+local function run_for(tid, ns)
+  local start = cpu_ns(tid)
+  local give_up = os.clock() + 2
+  while true do
+    local now = cpu_ns(tid)
+    if not now or now >= start + ns then return end
+    assert(os.clock() < give_up, "the target does not run")
+  end
+end
+
+-- The driver: n stacks of the target's main thread at random times (0-1 ms of
+-- its CPU time apart), read by
 -- the reader while the thread is stopped (ptrace, registers, /proc/PID/mem).
 -- Until the attach engine lands this is ours; once merged it is the one
 -- function to swap for perfev.attach.
@@ -47,7 +63,7 @@ local function sample(pid, n)
     end
     if i < n then
       assert(pt.cont(pid))
-      spin(0.003 * math.random())
+      run_for(pid, 1e6 * math.random())
     else
       assert(pt.detach(pid))
     end
@@ -95,8 +111,8 @@ local function work(defs, loop)
   return (s:gsub("LOOP", function() return loop end))
 end
 
--- (a round of f1 and f3 takes well under the driver's random 0-3 ms between
--- stops, so that the stops fall at every phase of it)
+-- (a round of f1 and f3 takes well under the driver's random 0-1 ms of the
+-- target's CPU time between stops, so that the stops fall at every phase of it)
 local ONE_TO_THREE = work("", "while true do f1(20000) f3(60000) end")
 
 -- a producer in a coroutine (create/resume) and one in a wrap, the consumer
