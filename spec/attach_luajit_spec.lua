@@ -130,6 +130,36 @@ while true do
   f3(gen() % 3 + 60000)
 end]])
 
+-- a second state made through the FFI, running `inner` when the main
+-- state's loop calls it (lua_pcall from the main state's Lua code); it
+-- writes its own debug.getinfo of inner
+local TWO_STATES = work([[
+local ffi = require "ffi"
+ffi.cdef [=[
+typedef struct lua_State lua_State;
+lua_State *luaL_newstate(void);
+void luaL_openlibs(lua_State *L);
+int luaL_loadstring(lua_State *L, const char *s);
+int lua_pcall(lua_State *L, int nargs, int nresults, int errfunc);
+void lua_getfield(lua_State *L, int idx, const char *k);
+void lua_pushnumber(lua_State *L, double n);
+void lua_pushstring(lua_State *L, const char *s);
+]=]
+local C = ffi.C
+local L2 = C.luaL_newstate()
+C.luaL_openlibs(L2)
+assert(C.luaL_loadstring(L2, "function inner(n) local s = 0 for i = 1, n do s = s + i % 7 end return s end\n"
+  .. "local d = debug.getinfo(inner, 'S') local f = io.open(..., 'w')\n"
+  .. "f:write(d.short_src, '\\t', d.linedefined, '\\n') f:close()") == 0)
+C.lua_pushstring(L2, arg[1] .. ".inner")
+assert(C.lua_pcall(L2, 1, 0, 0) == 0)]], [[
+while true do
+  f1(20000)
+  C.lua_getfield(L2, -10002, "inner")
+  C.lua_pushnumber(L2, 60000)
+  C.lua_pcall(L2, 1, 0, 0)
+end]])
+
 local dir
 local started = {}
 
@@ -323,6 +353,57 @@ describe("perfev.attach.luajit", function()
       assert.is_true(resumed >= 20 and wrapped >= 20 and consumer >= 100)
     end)
   end
+
+  it("two states in one process: each listed, a sample read from the one running (innermost)", function()
+    local pid, funcs = start("luajit", TWO_STATES)
+    local info = shell.read_file(dir .. "/info" .. #started .. ".inner")
+    local inner_src, inner_line = info:match("^(.-)\t(%d+)\n$")
+    local res, err = sample(pid, 200)
+    stop(pid)
+    assert(res, err)
+    assert.equal(2, #res.states)
+    assert.same({ "state 1", "state 2" }, { res.states[1].label, res.states[2].label })
+    local main, inner = 0, 0
+    for _, frames in ipairs(res.stacks) do
+      local leaf
+      for i = #frames, 1, -1 do
+        if frames[i].what == "Lua" then leaf = frames[i] break end
+      end
+      if leaf and which(funcs, leaf) == "f1" then
+        main = main + 1
+      elseif leaf and leaf.source == inner_src and leaf.linedefined == tonumber(inner_line) then
+        -- the second state's own stack: inner at the root (its caller is
+        -- the first state's C call, which is not joined to it)
+        assert.equal(leaf, frames[1])
+        inner = inner + 1
+      end
+    end
+    print(("attach_luajit_spec: two states: %d samples in the main state's f1, %d in the second's inner")
+      :format(main, inner))
+    assert.is_true(main >= 20 and inner >= 60 and main + inner >= 190)
+  end)
+
+  it("short_src as LuaJIT writes it, for every kind of chunk name", function()
+    local names = {
+      "@short.lua", "@" .. ("d/"):rep(40) .. "long.lua", "=stdin", "=" .. ("x"):rep(80),
+      "return 1", "local a = 1\nreturn a", ("y"):rep(70), "[builtin]", "",
+    }
+    local prog = { "local n = {" }
+    for _, n in ipairs(names) do prog[#prog + 1] = ("%q,"):format(n) end
+    prog[#prog + 1] = "} for _, c in ipairs(n) do local f = assert(loadstring('return 1', c))"
+    prog[#prog + 1] = " io.write(debug.getinfo(f, 'S').short_src, '\\0') end"
+    local path = dir .. "/short.lua"
+    local f = assert(io.open(path, "w"))
+    f:write(table.concat(prog, "\n"))
+    f:close()
+    local out = shell.sh("luajit " .. path)
+    local i = 0
+    for want in out:gmatch("(.-)%z") do
+      i = i + 1
+      assert.equal(want, luajit.shortname(names[i], 0))
+    end
+    assert.equal(#names, i)
+  end)
 
   it("refuses a process without LuaJIT, saying what it tried", function()
     local pid = spawn("sleep 60")
