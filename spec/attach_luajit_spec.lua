@@ -160,6 +160,16 @@ while true do
   C.lua_pcall(L2, 1, 0, 0)
 end]])
 
+-- f1 allocates: the collector runs often, from f1's allocations
+local GARBAGE = work([[
+f1 = function(n)
+  local t
+  for i = 1, n do
+    t = { i, i + 1, tostring(i) }
+  end
+  return t
+end]], "while true do f1(10000) end")
+
 local dir
 local started = {}
 
@@ -404,6 +414,41 @@ describe("perfev.attach.luajit", function()
     end
     assert.equal(#names, i)
   end)
+
+  for _, mode in ipairs { "", "-joff" } do
+    it("the collector" .. (mode == "" and "" or " (-joff)") .. ": a [GC] frame on the allocating function", function()
+      local pid, funcs = start("luajit " .. mode, GARBAGE)
+      local res, err = sample(pid, 200)
+      stop(pid)
+      assert(res, err)
+      local gc, f1 = 0, 0
+      for _, frames in ipairs(res.stacks) do
+        local top = frames[#frames]
+        local leaf
+        for i = #frames, 1, -1 do
+          if frames[i].what == "Lua" then leaf = frames[i] break end
+        end
+        if leaf and which(funcs, leaf) == "f1" then
+          f1 = f1 + 1
+          if top.name == "[GC]" then
+            -- on f1, or on the C function f1 called (tostring, interpreted)
+            local below = frames[#frames - 1]
+            if below.what == "C" then
+              assert.equal("tostring", below.name)
+              below = frames[#frames - 2]
+            end
+            assert.equal(leaf, below)
+            gc = gc + 1
+          end
+        end
+      end
+      local ndrop, drops = describe_drops(res.dropped)
+      print(("attach_luajit_spec: collector%s: %d of %d samples in f1, %d of them in [GC], %d dropped%s")
+        :format(mode, f1, #res.stacks, gc, ndrop, ndrop > 0 and " (" .. drops .. ")" or ""))
+      assert.is_true(ndrop <= 10, "dropped: " .. drops)
+      assert.is_true(f1 >= 180 and gc >= 10)
+    end)
+  end
 
   it("refuses a process without LuaJIT, saying what it tried", function()
     local pid = spawn("sleep 60")
