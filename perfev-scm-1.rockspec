@@ -71,6 +71,8 @@ build = {
          incdirs = { "csrc" },
       },
       ["perfev"] = "lua/perfev/init.lua",
+      ["perfev.attach.luajit"] = "lua/perfev/attach/luajit.lua",
+      ["perfev.attach.luajit_layout"] = "lua/perfev/attach/luajit_layout.lua",
       ["perfev.cache"] = "lua/perfev/cache.lua",
       ["perfev.cli"] = "lua/perfev/cli/init.lua",
       ["perfev.cli.list"] = "lua/perfev/cli/list.lua",
