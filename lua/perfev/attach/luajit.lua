@@ -361,28 +361,35 @@ local function resumers(self, cur)
 end
 
 -- the trace running (vmstate = its number): its start function's frame at
--- g->jit_base, at the line where the trace starts
+-- g->jit_base, at the line where the trace starts; a side trace that starts
+-- in another function than the one at jit_base is shown at its root trace's
+-- start (the root trace entered that frame)
 local function trace_top(self, traceno)
   local lay = self.lay
   local base = ref(self, self.g + lay.g_jit_base)
   if not base or base == 0 then return nil, "trace " .. traceno .. " without jit_base" end
   local J = self.GG + self.flavour.GG_J
   local size = self.target:u32(J + lay.J_sizetrace)
-  if not size or traceno >= size then return nil, "trace number out of range" end
   local traces = self.target:ptr(J + lay.J_trace)             -- GCRef *: 8 bytes
-  local T = traces and ref(self, traces + traceno * lay.ptr)
-  if gct_of(self, T) ~= GCT.trace then return nil, "trace " .. traceno .. " not found" end
-  local startpt = ref(self, T + lay.tr_startpt)
-  local startpc = ref(self, T + lay.tr_startpc)
   local fn = frame_at(self, base - 8)
   if not fn or self.target:u8(fn + lay.fn_ffid) ~= 0 then
     return nil, "no Lua function at the trace's base"
   end
-  if ref(self, fn + lay.fn_pc) ~= startpt + lay.pt_size then
-    return nil, "the trace's start function is not at its base (trace left it)"
+  local pt = ref(self, fn + lay.fn_pc)
+  local n = traceno
+  for _ = 1, 2 do
+    if not size or not traces or n <= 0 or n >= size then return nil, "trace number out of range" end
+    local T = ref(self, traces + n * lay.ptr)
+    if gct_of(self, T) ~= GCT.trace then return nil, "trace " .. n .. " not found" end
+    local startpt = ref(self, T + lay.tr_startpt)
+    if startpt and pt == startpt + lay.pt_size then
+      -- startpc is the instruction the trace starts at: the frame's line is its own
+      local startpc = ref(self, T + lay.tr_startpc)
+      return base, startpc and startpc + 4
+    end
+    n = self.target:u16(T + lay.tr_root)
   end
-  -- startpc is the instruction the trace starts at: the frame's line is its own
-  return base, startpc + 4
+  return nil, "trace " .. traceno .. " is not in the function at its base (a trace that left it)"
 end
 
 -- the top of thread L at the sample: base and PC (ins, one after the

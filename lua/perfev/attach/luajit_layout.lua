@@ -35,7 +35,7 @@ M.gc64 = {
   -- GCstr (its bytes follow it)
   str_size = 24, str_len = 20,
   -- GCtrace
-  tr_startpt = 64, tr_startpc = 72, tr_startins = 80,
+  tr_startpt = 64, tr_startpc = 72, tr_startins = 80, tr_root = 108,
   -- GCtab, Node
   tab_array = 16, tab_node = 40, tab_asize = 48, tab_hmask = 52,
   node_size = 24, node_key = 8,
@@ -64,7 +64,7 @@ M.gc32 = {
   pt_numline = 48, pt_lineinfo = 52,
   fn_ffid = 6, fn_nupvalues = 7, fn_pc = 16, fn_f = 24, fn_upvalue = 32,
   str_size = 20, str_len = 16,
-  tr_startpt = 48, tr_startpc = 52, tr_startins = 56,
+  tr_startpt = 48, tr_startpc = 52, tr_startins = 56, tr_root = 84,
   tab_array = 8, tab_node = 20, tab_asize = 24, tab_hmask = 28,
   node_size = 24, node_key = 8,
   cf_L = 24, cf_pc = 28, cf_prev = 32, cf_nres = 16,
