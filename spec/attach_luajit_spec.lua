@@ -170,6 +170,18 @@ f1 = function(n)
   return t
 end]], "while true do f1(10000) end")
 
+-- f1's loop calls g, which the root trace inlines; g's branch taken one
+-- time in three makes side traces that start in g
+local SIDE_TRACES = work([[
+local function g(i)
+  if i % 3 == 0 then return i * 2 else return i + 1 end
+end
+f1 = function(n)
+  local s = 0
+  for i = 1, n do s = s + g(i) end
+  return s
+end]], "while true do f1(100000) end")
+
 local dir
 local started = {}
 
@@ -449,6 +461,31 @@ describe("perfev.attach.luajit", function()
       assert.is_true(f1 >= 180 and gc >= 10)
     end)
   end
+
+  it("side traces starting in an inlined function are shown at their root trace's start", function()
+    local pid, funcs = start("luajit", SIDE_TRACES)
+    local res, err = sample(pid, 200)
+    stop(pid)
+    assert(res, err)
+    local ndrop, drops = describe_drops(res.dropped)
+    local traces, f1 = {}, 0
+    for _, frames in ipairs(res.stacks) do
+      local top, below = frames[#frames], frames[#frames - 1]
+      local n = top.name and tonumber(top.name:match("^%[trace (%d+)%]$"))
+      if n and which(funcs, below) == "f1" then
+        traces[n] = (traces[n] or 0) + 1
+        f1 = f1 + 1
+      end
+    end
+    local seen = {}
+    for n, c in pairs(traces) do seen[#seen + 1] = ("trace %d: %d"):format(n, c) end
+    table.sort(seen)
+    print(("attach_luajit_spec: side traces: %d of 200 samples in f1's traces (%s), %d dropped%s")
+      :format(f1, table.concat(seen, ", "), ndrop, ndrop > 0 and " (" .. drops .. ")" or ""))
+    assert.is_true(ndrop <= 10, "dropped: " .. drops)
+    assert.is_true(f1 >= 180)
+    assert.is_true(#seen >= 2, "no side trace ran")
+  end)
 
   it("refuses a process without LuaJIT, saying what it tried", function()
     local pid = spawn("sleep 60")
