@@ -315,6 +315,8 @@ local function walk(self, L, base, ins, out)
     if prev >= f then return nil, "frame link does not go down" end
     f = prev
   end
+  -- the outermost frame links to the slot above the thread's dummy frame
+  if f ~= bottom then return nil, "frame chain does not end at its stack's bottom" end
   return out
 end
 
