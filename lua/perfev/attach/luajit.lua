@@ -415,6 +415,11 @@ local function top_of(self, L, regs, vmstate)
     end
     return nil, "interpreter between instructions (BASE/PC registers not consistent)"
   end
+  if vmstate == -1 and not self.vm_exact then
+    -- maybe in the VM's subroutines after its last handler, where L->base
+    -- and the saved PC are as stale as in the handlers
+    return nil, "interpreter outside its handlers (the VM's code range is not known exactly)"
+  end
   local base = self.target:ptr(L + lay.L_base)
   if not base then return nil, "unreadable L->base" end
   local cf = self.target:ptr(L + lay.L_cframe)
@@ -661,7 +666,7 @@ function M.probe(target)
     end
     local flo, fhi = vm_fde(target, m, lo, hi)
     s.vm_lo, s.vm_hi = flo or lo, fhi or hi
-    s.vm_from = flo and "its unwind entry" or "its dispatch table only"
+    s.vm_exact = flo ~= nil
     s.target, s.protos = target, {}
     states[i] = setmetatable(s, State)
   end
