@@ -75,6 +75,8 @@ build = {
       },
       ["perfev"] = "lua/perfev/init.lua",
       ["perfev.attach"] = "lua/perfev/attach/init.lua",
+      ["perfev.attach.luajit"] = "lua/perfev/attach/luajit.lua",
+      ["perfev.attach.luajit_layout"] = "lua/perfev/attach/luajit_layout.lua",
       ["perfev.attach.puc"] = "lua/perfev/attach/puc.lua",
       ["perfev.attach.puc_layouts"] = "lua/perfev/attach/puc_layouts.lua",
       ["perfev.attach.puc_mem"] = "lua/perfev/attach/puc_mem.lua",
