@@ -5,70 +5,43 @@
 -- debug.getinfo gives inside the target (the target writes it to a file).
 local shell = require "spec.support.shell"
 local luajit = require "perfev.attach.luajit"
-local proc_target = require "spec.support.luajit_proc_target"
-local has_pt, pt = pcall(require, "ptstop")
+local attach = require "perfev.attach"
 
 -- Debian's own luajit conflicts with luajit2: `apt-get download luajit
 -- libluajit-5.1-2` and `dpkg -x` both into this directory (usr/bin/luajit).
-local DEBIAN_ROOT = os.getenv("PERFEV_DEBIAN_LUAJIT") or "/tmp/perfev-ljdeb/root"
+-- `make debian-luajit` unpacks it into build/debian-luajit.
+local function debian_root()
+  local built = shell.trim(shell.sh("pwd")) .. "/build/debian-luajit"
+  if shell.exists(built .. "/usr/bin/luajit") then return built end
+  return "/tmp/perfev-ljdeb/root"
+end
+local DEBIAN_ROOT = os.getenv("PERFEV_DEBIAN_LUAJIT") or debian_root()
 -- A luajit built with 32-bit GC references (no Debian package is): e.g.
 -- luajit2's source built with `make XCFLAGS=-DLUAJIT_DISABLE_GC64`.
 local LUAJIT_GC32 = os.getenv("PERFEV_LUAJIT_GC32")
 
 local SAMPLES = 600
 
--- the CPU time (ns) thread tid has run (/proc/TID/schedstat)
-local function cpu_ns(tid)
-  local s = shell.read_file("/proc/" .. tid .. "/schedstat")
-  return s and tonumber(s:match("^(%d+)"))
-end
-
--- waits until thread tid has run ns more nanoseconds of CPU time (the
--- engine's clock is the thread's CPU time too: stops at random times of the
--- wall clock fell twice at the same spot when the target did not get a CPU
--- in between on this shared machine, and 1:3 came out anywhere in 20-32 %)
-local function run_for(tid, ns)
-  local start = cpu_ns(tid)
-  local give_up = os.clock() + 2
-  while true do
-    local now = cpu_ns(tid)
-    if not now or now >= start + ns then return end
-    assert(os.clock() < give_up, "the target does not run")
-  end
-end
-
--- The driver: n stacks of the target's main thread at random times (0-1 ms of
--- its CPU time apart), read by
--- the reader while the thread is stopped (ptrace, registers, /proc/PID/mem).
--- Until the attach engine lands this is ours; once merged it is the one
--- function to swap for perfev.attach.
+-- The driver: the engine, perfev.attach with this reader (cpu-clock at 499
+-- Hz, the thread's CPU time, until n samples were read), each thread
+-- stopped at its sample and read while stopped.
 -- -> { runtime =, states =, stacks = { frames... }, dropped = { reason = n } }
 --    or nil, why (the probe refused)
 local function sample(pid, n)
-  local target = assert(proc_target.open(pid))
-  local state, why = luajit.probe(target)
-  if not state then
-    target:close()
-    return nil, why
-  end
-  assert(pt.seize(pid))
-  local res = { runtime = state.runtime, states = state.states, stacks = {}, dropped = {} }
-  for i = 1, n do
-    local regs = assert(pt.stop(pid))
-    local frames, reason = state:stack(pid, regs)
-    if frames then
-      res.stacks[#res.stacks + 1] = frames
-    else
-      res.dropped[reason] = (res.dropped[reason] or 0) + 1
-    end
-    if i < n then
-      assert(pt.cont(pid))
-      run_for(pid, 1e6 * math.random())
-    else
-      assert(pt.detach(pid))
-    end
-  end
-  target:close()
+  local res = { stacks = {}, dropped = {} }
+  local seen = 0
+  local p, why = attach.attach { pid = pid, reader = luajit, event = "cpu-clock", freq = 499, duration = 120,
+                                 on_sample = function(_, frames, reason, kind)
+                                   seen = seen + 1
+                                   if frames then
+                                     res.stacks[#res.stacks + 1] = frames
+                                   elseif kind ~= "outside" then
+                                     res.dropped[reason or "?"] = (res.dropped[reason or "?"] or 0) + 1
+                                   end
+                                   return seen >= n
+                                 end }
+  if not p then return nil, why end
+  res.runtime, res.states = p.attach.runtime, p.attach.states
   return res
 end
 
@@ -251,7 +224,6 @@ local function describe_drops(dropped)
 end
 
 local function blocker()
-  if not has_pt then return "the spec helper ptstop is not built (make spec-helpers)" end
   if not shell.have("luajit") then return "no luajit on PATH" end
   local f = io.open("/proc/sys/kernel/yama/ptrace_scope")
   local scope = f and tonumber(f:read("*l"))

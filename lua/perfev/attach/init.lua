@@ -251,7 +251,7 @@ function Session:sample(tid, regs, err)
     local r = tostring(why or "no stack")
     self.reasons[r] = (self.reasons[r] or 0) + 1
   end
-  if self.on_sample and self.on_sample(tid, frames, why) == true then self.stop = true end
+  if self.on_sample and self.on_sample(tid, frames, why, kind) == true then self.stop = true end
 end
 
 -- The loop: stop -> stack -> resume until the deadline, the target's end,
@@ -327,9 +327,10 @@ end
 -- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration
 -- (seconds; none: until the target exits or Ctrl-C), name, reader (a
 -- reader module to use instead of probing), on_sample (fn(tid, frames,
--- why) after each sample; returning true ends the run). The profiler is stopped: p:write, p:format,
+-- why, kind) after each sample, kind "outside" or "dropped" when no frames; returning true ends the run). The profiler is stopped: p:write, p:format,
 -- p:report, p:profile as perfev.profile's; p.attach holds the counts:
--- { pid, exe, runtime, reader, signal, threads, samples, stacks, dropped,
+-- { pid, exe, runtime, reader, states (the reader's: { { L, label } }), signal,
+-- threads, samples, stacks, dropped,
 -- outside, reasons (why -> count of the dropped), ended ("duration",
 -- "exited", "exec", "interrupted", "stopped"), exit_code | exit_signal
 -- (the target's, when it exited while attached), held_ns (the time the
@@ -398,6 +399,7 @@ function M.attach(opts)
   if opts.native then raw = M.symbolize(raw, pid) end
   local c = self.counts
   raw.attach = { pid = pid, exe = t.exe, runtime = self.state.runtime, reader = self.reader,
+                 states = self.state.states,
                  signal = signame, threads = self.threads, samples = c.samples, stacks = c.stacks,
                  dropped = c.dropped, outside = c.outside, reasons = self.reasons, ended = self.ended,
                  exit_code = self.exit_code, exit_signal = self.exit_signal, held_ns = self.held_ns }
