@@ -327,7 +327,8 @@ end
 -- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration
 -- (seconds; none: until the target exits or Ctrl-C), name, reader (a
 -- reader module to use instead of probing), on_sample (fn(tid, frames,
--- why, kind) after each sample, kind "outside" or "dropped" when no frames; returning true ends the run). The profiler is stopped: p:write, p:format,
+-- why, kind) after each sample, kind "outside" or "dropped" when no
+-- frames; returning true ends the run). The profiler is stopped: p:write, p:format,
 -- p:report, p:profile as perfev.profile's; p.attach holds the counts:
 -- { pid, exe, runtime, reader, states (the reader's: { { L, label } }), signal,
 -- threads, samples, stacks, dropped,
