@@ -76,6 +76,18 @@ local function metric(text, name, uri)
   return tonumber(v)
 end
 
+-- /metrics once it counts n requests of uri (each worker adds its sums to
+-- the dict every second, the one answering its own first), or as it is
+-- after 3 s.
+local function metrics_with(base, uri, n)
+  local text
+  eventually(function()
+    text = run("curl -s " .. base .. "/metrics")
+    return (metric(text, "perfev_request_requests_total", uri) or 0) >= n
+  end, 60)
+  return text
+end
+
 -- Why this spec cannot run here, or nil.
 local function blocker()
   if not shell.exists(NGINX) or not shell.exists(MODULE) then
@@ -183,11 +195,8 @@ describe("perfev.resty's exposition values", function()
     -- decimal (208765965), and one where it is (543968089, issue 19's)
     local ns = { ["/a"] = 208765965, ["/b"] = 543968089, ["/c"] = 1, ["/d"] = 123456789012345,
                  ["/e"] = 3000000000 }
-    for uri, v in pairs(ns) do
-      r.sums["0\t" .. uri] = 1
-      r.sums["1\t" .. uri] = v
-      r.sums["2\t" .. uri] = v % 1000
-    end
+    -- a worker's sums of a label: the request count, then each event's
+    for uri, v in pairs(ns) do r.sums[uri] = { 1, v, v % 1000, 0 } end
     local text = r:collect()
     r:close()
     local want = { ["/a"] = "0.208765965", ["/b"] = "0.543968089", ["/c"] = "1e-09",
@@ -286,7 +295,16 @@ describe("examples/openresty: perfev.resty in nginx", function()
     end)()
     assert.are.same(before, after)
 
-    local text, status = run("curl -s " .. base .. "/metrics")
+    -- each worker adds its sums to the dict every second (flush), and
+    -- the one answering /metrics its own first: every request is there
+    -- within a second
+    local text, status
+    eventually(function()
+      text, status = run("curl -s " .. base .. "/metrics")
+      local n = (metric(text, "perfev_request_requests_total", "/work/light") or 0)
+                + (metric(text, "perfev_request_requests_total", "/work/heavy") or 0)
+      return n >= REQUESTS
+    end, 60)
     assert.are.equal(0, status)
     if shell.have("promtool") then
       local out, lint = run(("printf '%%s' %s | promtool check metrics"):format(shell.quote(text)))
@@ -485,7 +503,7 @@ describe("examples/openresty with workers as nobody", function()
         end
       end
       assert.are.equal(WORKERS, said, log)   -- once per worker
-      local text = run("curl -s " .. base .. "/metrics")
+      local text = metrics_with(base, "/work/heavy", 10)
       for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
         assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user"} 1\n',
                        text, nil, false)
@@ -505,7 +523,7 @@ describe("examples/openresty with workers as nobody", function()
     with_nobody(1, function(base, prefix)
       local log = shell.read_file(prefix .. "/logs/error.log") or ""
       assert.is_nil(errors(log))
-      local text = run("curl -s " .. base .. "/metrics")
+      local text = metrics_with(base, "/work/heavy", 10)
       for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
         assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user,kernel"} 1\n',
                        text, nil, false)

@@ -15,6 +15,14 @@
 -- request that yields (I/O, ngx.sleep) shares its worker with the requests
 -- that run meanwhile, and their work lands in its difference too: the sums
 -- stay exact, a single request's share is exact only when it runs alone.
+--
+-- What a request costs beyond its two read(2)s is a few table updates: the
+-- sums are kept per worker in Lua tables and added to the shared dict on a
+-- timer (every `flush` seconds, default 1; at the worker's exit too), not
+-- per request (a dict write takes the dict's lock, shared by every worker,
+-- and one was taken per series per request). /metrics serves the dict after
+-- adding its own worker's sums: the other workers' last `flush` seconds may
+-- be missing from it, never lost (doc/openresty.md, What it costs).
 local perfev = require "perfev"
 local options = require "perfev.options"
 local fs = require "perfev.fs"
@@ -82,13 +90,15 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
--- resty.new{ events =, dict =, prefix =, label = } -> instance | nil, err
+-- resty.new{ events =, dict =, prefix =, label =, flush = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
 --           worker's own sums only)
 --   prefix  of the metric names (default "perfev_request_")
 --   label   function(ngx) -> the label value of the current request
 --           (default: ngx.var.uri)
+--   flush   seconds between two additions of this worker's sums to the
+--           dict (default 1; 0: every request, as a dict write per series)
 -- Call it in init_worker_by_lua*: the events belong to the worker calling it.
 function _M.new(opts)
   opts = opts or {}
@@ -103,6 +113,11 @@ function _M.new(opts)
   if opts.label ~= nil and type(opts.label) ~= "function" then
     return nil, "perfev.resty: option 'label' must be a function"
   end
+  local flush = opts.flush
+  if flush == nil then flush = 1 end
+  if type(flush) ~= "number" or flush < 0 or flush ~= flush or flush == math.huge then
+    return nil, "perfev.resty: option 'flush' must be a number of seconds >= 0"
+  end
   -- a bad event name raises in perfev.group: here it is returned, as every
   -- lua-resty call does
   local ok, g, err = pcall(perfev.group, events)
@@ -111,11 +126,19 @@ function _M.new(opts)
   g:enable()
   local self = setmetatable({
     g = g, n = #events, events = events, t = g:read(), delta = {},
-    dict = dict, dict_name = opts.dict, sums = {}, labels = {},
+    dict = dict, dict_name = opts.dict, sums = {}, pool = {}, flush_every = flush,
     prefix = opts.prefix or "perfev_request_", label = opts.label,
   }, mt)
   self.scopes, self.user_only = scopes(g, events)
   if #self.user_only > 0 then log_user_only(self.user_only) end
+  if dict and flush > 0 then
+    -- called at the worker's exit too (premature): its last sums are kept
+    local ok_t, terr = ngx.timer.every(flush, function() self:flush() end)
+    if not ok_t then
+      g:close()
+      return nil, "perfev.resty: cannot start the flush timer: " .. tostring(terr)
+    end
+  end
   return self
 end
 
@@ -132,27 +155,62 @@ local function self_or_default(self)
   return _M.default
 end
 
--- Before the content phase (rewrite_by_lua*, access_by_lua*).
+-- Before the content phase (rewrite_by_lua*, access_by_lua*): the group's
+-- counts now, in ngx.ctx (an array from this worker's pool: no garbage).
 function _M.start(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  local start = {}
-  for i = 1, self.n do start[i] = t[i] end
+  local pool = self.pool
+  local start = pool[#pool] or {}
+  pool[#pool] = nil
+  for i = 1, self.n do start[i] = t[i] or 0 end
   ngx.ctx.perfev_start = start
   return true
 end
 
-local function add(self, key, v)
-  if self.dict then
-    local _, err = self.dict:incr(key, v, 0)
-    if err then return nil, err end
-  else
-    self.sums[key] = (self.sums[key] or 0) + v
+-- This worker's sums of one label into the dict, each series by one
+-- incr, zeroed once added (a series at 0 is written the first time only:
+-- it shows as 0); a series the dict refused (full) stays, for the next
+-- flush, and is said once per worker in error.log.
+local function flush_label(self, label, acc)
+  local dict = self.dict
+  local all = not acc.written
+  for i = 0, self.n do
+    local v = acc[i + 1]
+    if v ~= 0 or all then
+      local _, err = dict:incr(i .. "\t" .. label, v, 0)
+      if err then
+        if not self.flush_failed then
+          self.flush_failed = true
+          ngx.log(ngx.ERR, "perfev.resty: cannot add to lua_shared_dict '", tostring(self.dict_name), "': ", err,
+                  " (its sums wait in the worker until it has room: make it larger)")
+        end
+        return nil, err
+      end
+      acc[i + 1] = 0
+    end
   end
+  acc.written = true
   return true
+end
+
+-- inst:flush(): adds this worker's sums to the dict now (the timer calls
+-- it every `flush` seconds, serve() before it answers). true, or nil, err
+-- when the dict refused a series (it is kept for the next flush).
+function _M.flush(self)
+  self = self_or_default(self)
+  if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
+  if not self.dict then return true end
+  local ok, err = true, nil
+  for label, acc in pairs(self.sums) do
+    local done, e = flush_label(self, label, acc)
+    if not done then ok, err = nil, e end
+  end
+  if ok then self.flush_failed = nil end
+  return ok, err and "perfev.resty: " .. err
 end
 
 -- In log_by_lua*: adds this request's counts to its label. Returns the
@@ -161,22 +219,33 @@ function _M.finish(self, label)
   if type(self) ~= "table" then self, label = nil, self end
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local start = ngx.ctx.perfev_start
+  local ctx = ngx.ctx
+  local start = ctx.perfev_start
   if not start then return nil, "perfev.resty: start() did not run for this request" end
-  ngx.ctx.perfev_start = nil
+  ctx.perfev_start = nil
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
   label = label or (self.label and self.label(ngx)) or ngx.var.uri or ""
-  local delta = self.delta
+  local acc = self.sums[label]
+  if not acc then
+    acc = { 0 }
+    for i = 1, self.n do acc[i + 1] = 0 end
+    self.sums[label] = acc
+  end
+  acc[1] = acc[1] + 1
+  local delta, events = self.delta, self.events
   for i = 1, self.n do
-    local d = (t[i] or 0) - (start[i] or 0)
-    delta[self.events[i]] = d
-    ok, err = add(self, i .. "\t" .. label, d)
+    local d = (t[i] or 0) - start[i]
+    delta[events[i]] = d
+    acc[i + 1] = acc[i + 1] + d
+  end
+  local pool = self.pool
+  if #pool < 256 then pool[#pool + 1] = start end
+  if self.dict and self.flush_every == 0 then
+    ok, err = flush_label(self, label, acc)
     if not ok then return nil, "perfev.resty: " .. tostring(err) end
   end
-  ok, err = add(self, "0\t" .. label, 1)
-  if not ok then return nil, "perfev.resty: " .. tostring(err) end
   return delta
 end
 
@@ -217,7 +286,9 @@ local function sums(self)
       if v then put(key, v) end
     end
   else
-    for key, v in pairs(self.sums) do put(key, v) end
+    for label, acc in pairs(self.sums) do
+      for i = 0, self.n do put(i .. "\t" .. label, acc[i + 1]) end
+    end
   end
   return by
 end
@@ -226,6 +297,9 @@ end
 function _M.collect(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
+  -- this worker's own sums are in the dict now; the others' are at most
+  -- one flush interval behind
+  self:flush()
   local by, out = sums(self), {}
   local function family(name, help, values, divisor)
     out[#out + 1] = ("# HELP %s %s\n# TYPE %s counter\n"):format(name, help, name)
@@ -281,7 +355,7 @@ end
 -- perfev.resty (task-clock, page-faults; 2 labels; dict perfev) or closed.
 function mt.__tostring(self)
   local labels = 0
-  for key in pairs(self.sums) do if key:match("^0\t") then labels = labels + 1 end end
+  for _ in pairs(self.sums) do labels = labels + 1 end
   local where = self.dict and ("dict %s"):format(self.dict_name or "?")
                 or ("%d labels in this worker"):format(labels)
   local user = #self.user_only > 0 and ("; user space only: " .. table.concat(self.user_only, ", ")) or ""
