@@ -37,6 +37,8 @@ local FINISH = [[local ok, err = require("perfev.resty").finish()
                  if not ok then ngx.log(ngx.ERR, err) end]]
 local INIT = [[local ok, err = require("perfev.resty").init{ dict = "perfev" }
                if not ok then ngx.log(ngx.ERR, err) end]]
+local INIT_NO_HIST = [[local ok, err = require("perfev.resty").init{ dict = "perfev", buckets = false }
+                       if not ok then ngx.log(ngx.ERR, err) end]]
 local CONFIGS = {
   { name = "no-op phases", init = INIT, rewrite = "local _ = 1", log = "local _ = 1" },
   -- the floor of any per-request count: the two read(2)s of the group,
@@ -44,7 +46,8 @@ local CONFIGS = {
   { name = "two reads only", init = INIT,
     rewrite = 'local r = require("perfev.resty").default r.g:read(r.t)',
     log = 'local r = require("perfev.resty").default r.g:read(r.t)' },
-  { name = "start()/finish()", init = INIT, rewrite = START, log = FINISH, metrics = true },
+  { name = "counters", init = INIT_NO_HIST, rewrite = START, log = FINISH, metrics = true },
+  { name = "counters + histograms", init = INIT, rewrite = START, log = FINISH, metrics = true },
 }
 if BASE then
   CONFIGS[#CONFIGS + 1] = { name = "start()/finish() of " .. BASE, init = INIT, rewrite = START, log = FINISH,
@@ -187,7 +190,7 @@ local ok, err = pcall(function()
     local rate, cpu = B.median(c.rates), B.median(c.cpus)
     local rs = {}
     for r, v in ipairs(c.rates) do rs[r] = ("%.0f"):format(v) end
-    print(("%-28s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
+    print(("%-30s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
           :format(c.name, rate, 100 * (rate / base_rate - 1), cpu / 1e3, (cpu - base_cpu) / 1e3,
                   table.concat(rs, " ")))
   end

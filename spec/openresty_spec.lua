@@ -196,7 +196,12 @@ describe("perfev.resty's exposition values", function()
     local ns = { ["/a"] = 208765965, ["/b"] = 543968089, ["/c"] = 1, ["/d"] = 123456789012345,
                  ["/e"] = 3000000000 }
     -- a worker's sums of a label: the request count, then each event's
-    for uri, v in pairs(ns) do r.sums[uri] = { 1, v, v % 1000, 0 } end
+    -- (perfev.resty.series)
+    for uri, v in pairs(ns) do
+      local acc = require("perfev.resty.series").acc(r.layout)
+      acc[1], acc[2], acc[3] = 1, v, v % 1000
+      r.sums[uri] = acc
+    end
     local text = r:collect()
     r:close()
     local want = { ["/a"] = "0.208765965", ["/b"] = "0.543968089", ["/c"] = "1e-09",

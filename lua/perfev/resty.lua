@@ -26,27 +26,37 @@
 local perfev = require "perfev"
 local options = require "perfev.options"
 local fs = require "perfev.fs"
+local label_values = require "perfev.resty.labels"
+local prom = require "perfev.resty.prom"
+local series = require "perfev.resty.series"
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
 _M.DEFAULT_EVENTS = { "task-clock", "page-faults", "context-switches" }
 
--- How an event shows in Prometheus: metric name (before _total), help, and
+-- How an event shows in Prometheus: metric name (the counter's before
+-- _total, the histogram's whole), the counter's help, the histogram's, and
 -- the divisor from the kernel's unit to the metric's base unit (a division:
 -- 208765965 / 1e9 is the double nearest 0.208765965, 208765965 * 1e-9 is not).
 local METRICS = {
-  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)", 1e9 },
-  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)", 1e9 },
-  ["page-faults"] = { "page_faults", "Page faults taken while the requests ran", 1 },
-  ["context-switches"] = { "context_switches", "Context switches of the worker while the requests ran", 1 },
-  ["cpu-migrations"] = { "cpu_migrations", "CPU migrations of the worker while the requests ran", 1 },
+  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)",
+                     "CPU time of a request on its worker (task-clock)", 1e9 },
+  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)",
+                    "CPU time of a request on its worker (cpu-clock)", 1e9 },
+  ["page-faults"] = { "page_faults", "Page faults taken while the requests ran",
+                      "Page faults taken while a request ran", 1 },
+  ["context-switches"] = { "context_switches", "Context switches of the worker while the requests ran",
+                           "Context switches of the worker while a request ran", 1 },
+  ["cpu-migrations"] = { "cpu_migrations", "CPU migrations of the worker while the requests ran",
+                         "CPU migrations of the worker while a request ran", 1 },
 }
 
 local function metric_of(ev)
   local m = METRICS[ev]
-  if m then return m[1], m[2], m[3] end
-  return (ev:gsub("[^%w_]", "_")), "perf event " .. ev .. " counted while the requests ran", 1
+  if m then return m[1], m[2], m[3], m[4] end
+  return (ev:gsub("[^%w_]", "_")), "perf event " .. ev .. " counted while the requests ran",
+         "perf event " .. ev .. " counted while a request ran", 1
 end
 
 -- What each kernel member of the group counts: "user,kernel", "user" or
@@ -99,6 +109,11 @@ end
 --           (default: ngx.var.uri)
 --   flush   seconds between two additions of this worker's sums to the
 --           dict (default 1; 0: every request, as a dict write per series)
+--   buckets the histograms' upper bounds by event name, in the metric's
+--           unit (seconds, counts); false: no histograms (perfev.resty.series)
+--   collapse, max_labels, overflow: how label values are kept few
+--           (perfev.resty.labels: ids collapsed to :id, at most 100 values,
+--           the rest under "other")
 -- Call it in init_worker_by_lua*: the events belong to the worker calling it.
 function _M.new(opts)
   opts = opts or {}
@@ -118,6 +133,13 @@ function _M.new(opts)
   if type(flush) ~= "number" or flush < 0 or flush ~= flush or flush == math.huge then
     return nil, "perfev.resty: option 'flush' must be a number of seconds >= 0"
   end
+  local divisors = {}
+  for i, ev in ipairs(events) do divisors[i] = select(4, metric_of(tostring(ev))) end
+  local layout, lerr = series.layout(events, divisors, opts.buckets)
+  if not layout then return nil, "perfev.resty: " .. lerr end
+  local names, nerr = label_values.new { collapse = opts.collapse, max_labels = opts.max_labels,
+                                   overflow = opts.overflow, dict = dict }
+  if not names then return nil, "perfev.resty: " .. nerr end
   -- a bad event name raises in perfev.group: here it is returned, as every
   -- lua-resty call does
   local ok, g, err = pcall(perfev.group, events)
@@ -128,6 +150,7 @@ function _M.new(opts)
     g = g, n = #events, events = events, t = g:read(), delta = {},
     dict = dict, dict_name = opts.dict, sums = {}, pool = {}, flush_every = flush,
     prefix = opts.prefix or "perfev_request_", label = opts.label,
+    layout = layout, names = names,
   }, mt)
   self.scopes, self.user_only = scopes(g, events)
   if #self.user_only > 0 then log_user_only(self.user_only) end
@@ -176,12 +199,13 @@ end
 -- it shows as 0); a series the dict refused (full) stays, for the next
 -- flush, and is said once per worker in error.log.
 local function flush_label(self, label, acc)
-  local dict = self.dict
-  local all = not acc.written
-  for i = 0, self.n do
-    local v = acc[i + 1]
-    if v ~= 0 or all then
-      local _, err = dict:incr(i .. "\t" .. label, v, 0)
+  local dict, keys = self.dict, self.layout.keys
+  -- the counters' series (requests, sums) all the first time
+  local all = not acc.written and self.n + 1 or 0
+  for pos = 1, self.layout.width do
+    local v = acc[pos]
+    if v ~= 0 or pos <= all then
+      local _, err = dict:incr(keys[pos] .. label, v, 0)
       if err then
         if not self.flush_failed then
           self.flush_failed = true
@@ -190,7 +214,7 @@ local function flush_label(self, label, acc)
         end
         return nil, err
       end
-      acc[i + 1] = 0
+      acc[pos] = 0
     end
   end
   acc.written = true
@@ -226,94 +250,45 @@ function _M.finish(self, label)
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  label = label or (self.label and self.label(ngx)) or ngx.var.uri or ""
+  label = self.names:get(label or (self.label and self.label(ngx)) or ngx.var.uri or "")
   local acc = self.sums[label]
   if not acc then
-    acc = { 0 }
-    for i = 1, self.n do acc[i + 1] = 0 end
+    acc = series.acc(self.layout)
     self.sums[label] = acc
   end
-  acc[1] = acc[1] + 1
-  local delta, events = self.delta, self.events
-  for i = 1, self.n do
-    local d = (t[i] or 0) - start[i]
-    delta[events[i]] = d
-    acc[i + 1] = acc[i + 1] + d
-  end
+  series.add(self.layout, acc, t, start, self.delta, self.events)
   local pool = self.pool
   if #pool < 256 then pool[#pool + 1] = start end
   if self.dict and self.flush_every == 0 then
     ok, err = flush_label(self, label, acc)
     if not ok then return nil, "perfev.resty: " .. tostring(err) end
   end
-  return delta
+  return self.delta
 end
 
--- A label value in the exposition format: \ " and newline escaped.
-local function escape(s)
-  return (s:gsub("[\\\"\n]", { ["\\"] = "\\\\", ['"'] = '\\"', ["\n"] = "\\n" }))
-end
-
--- A sample value as Prometheus's clients print it: an integer as one, a
--- float in the shortest form that reads back as the same double (0.543968089,
--- not 0.54396808900000004), NaN and infinities as the format spells them.
-local function number(v)
-  if v ~= v then return "NaN" end
-  if v == math.huge then return "+Inf" end
-  if v == -math.huge then return "-Inf" end
-  if v == math.floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return ("%.0f"):format(v) end
-  for digits = 15, 16 do
-    local s = ("%." .. digits .. "g"):format(v)
-    if tonumber(s) == v then return s end
-  end
-  return ("%.17g"):format(v)
-end
-
--- The sums as { [index] = { [label] = value } }, index 0 the request count.
-local function sums(self)
-  local by = {}
-  local function put(key, v)
-    local i, label = key:match("^(%d+)\t(.*)$")
-    if i then
-      i = tonumber(i)
-      by[i] = by[i] or {}
-      by[i][label] = v
-    end
-  end
-  if self.dict then
-    for _, key in ipairs(self.dict:get_keys(0)) do
-      local v = self.dict:get(key)
-      if v then put(key, v) end
-    end
-  else
-    for label, acc in pairs(self.sums) do
-      for i = 0, self.n do put(i .. "\t" .. label, acc[i + 1]) end
-    end
-  end
-  return by
-end
-
--- The metrics in the Prometheus text exposition format (version 0.0.4).
+-- The metrics in the Prometheus text exposition format (version 0.0.4):
+-- per label, the requests and each event's sum (counters), and each
+-- event's histogram over the requests.
 function _M.collect(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
   -- this worker's own sums are in the dict now; the others' are at most
   -- one flush interval behind
   self:flush()
-  local by, out = sums(self), {}
-  local function family(name, help, values, divisor)
-    out[#out + 1] = ("# HELP %s %s\n# TYPE %s counter\n"):format(name, help, name)
-    local labels = {}
-    for label in pairs(values or {}) do labels[#labels + 1] = label end
-    table.sort(labels)
-    for _, label in ipairs(labels) do
-      out[#out + 1] = ('%s{uri="%s"} %s\n'):format(name, escape(label), number(values[label] / divisor))
-    end
-  end
-  family(self.prefix .. "requests_total", "Requests measured by perfev", by[0], 1)
+  local counts, hist = series.read(self.layout, self.dict, self.sums)
+  local out = {}
+  prom.counter(out, self.prefix .. "requests_total", "Requests measured by perfev", counts[0], 1, "uri")
   for i, ev in ipairs(self.events) do
-    local name, help, divisor = metric_of(ev)
-    family(self.prefix .. name .. "_total", help, by[i], divisor)
+    local name, help, _, divisor = metric_of(ev)
+    prom.counter(out, self.prefix .. name .. "_total", help, counts[i], divisor, "uri")
+  end
+  for i, ev in ipairs(self.events) do
+    local h = self.layout.hist[i]
+    if h then
+      local name, _, help, divisor = metric_of(ev)
+      prom.histogram(out, self.prefix .. name, help, { bounds = h.bounds, le = h.le, by = hist[i] }, counts[i],
+                     divisor, "uri")
+    end
   end
   -- what each event counts in this worker: scope="user" when the kernel
   -- refused counting in the kernel (error.log says so at init)
@@ -322,7 +297,7 @@ function _M.collect(self)
                    .. "more: doc/openresty.md, Permissions)\n# TYPE %s gauge\n"):format(info, info)
   for _, ev in ipairs(self.events) do
     if self.scopes[ev] then
-      out[#out + 1] = ('%s{event="%s",scope="%s"} 1\n'):format(info, escape(ev), self.scopes[ev])
+      out[#out + 1] = ('%s{event="%s",scope="%s"} 1\n'):format(info, prom.escape(ev), self.scopes[ev])
     end
   end
   return table.concat(out)
