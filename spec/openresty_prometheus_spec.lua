@@ -194,9 +194,11 @@ scrape_configs:
     assert.is_true(split50 >= lo and split50 <= hi, ("p50 %g not in [%g, %g]"):format(split50, lo, hi))
     assert.is_true(split99 >= lo and split99 <= hi, ("p99 %g not in [%g, %g]"):format(split99, lo, hi))
     -- a light request (a 1000-step loop) costs a hundredth of a split one
-    -- or less, nearly all of it nginx's: even its 99th percentile is far
-    -- below split's median
-    assert.is_true(light99 < split50 / 10, ("light p99 %g, split p50 %g"):format(light99, split50))
+    -- or less, nearly all of it nginx's and perfev's: even its 99th
+    -- percentile is far below split's median (measured: 0.23 to 0.25 ms,
+    -- the top of its bucket, against 3.8 ms; a quarter leaves room for a
+    -- bucket more)
+    assert.is_true(light99 < split50 / 4, ("light p99 %g, split p50 %g"):format(light99, split50))
     -- the histogram's count is the requests counter, scraped together
     assert.are.equal(value(api, 'perfev_request_requests_total{uri="/work/split"}', at),
                      value(api, 'perfev_request_task_clock_seconds_count{uri="/work/split"}', at))
