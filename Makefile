@@ -109,7 +109,9 @@ DEPS := cmd:$(LUA):$(LUA_DEB) \
         cmd:nginx:nginx \
         file:/usr/lib/nginx/modules/ngx_http_lua_module.so:libnginx-mod-http-lua \
         cmd:curl:curl \
-        cmd:promtool:prometheus
+        cmd:promtool:prometheus \
+        cmd:prometheus:prometheus \
+        cmd:wrk:wrk
 DEPS_CHECK := cmd:$(VALGRIND):valgrind
 DEPS_ROCK  := cmd:$(LUAROCKS):luarocks
 

@@ -9,130 +9,14 @@
 -- runs the suite, nginx loads the core built against LuaJIT (make
 -- core-luajit).
 local shell = require "spec.support.shell"
+local O = require "spec.support.openresty"
 
 local REQUESTS = 1000
 local CLIENTS = 4
-local WORKERS = 2        -- worker_processes in nginx.conf
-local EVENTS = 3         -- perfev.resty's default group
-
-local NGINX = "/usr/sbin/nginx"
-local MODULE = "/usr/lib/nginx/modules/ngx_http_lua_module.so"
-
--- Output and exit status of a shell command (the status from the shell:
--- LuaJIT's popen:close() does not report it).
--- Nothing this spec starts loads the ASan core (nginx runs the LuaJIT
--- build): its commands run without check-asan's LD_PRELOAD of libasan,
--- under which curl and ps hang at start (a deadlock in setlocale).
-local function sh(cmd) return shell.sh("unset LD_PRELOAD; " .. cmd) end
-
-local function run(cmd)
-  local out = sh(cmd .. " 2>&1; echo \"exit=$?\"")
-  local status = tonumber(out:match("exit=(%d+)%s*$"))
-  return (out:gsub("exit=%d+%s*$", "")), status
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "w"))
-  f:write(s)
-  f:close()
-end
-
-local function fds(pid)
-  local out = sh("ls /proc/" .. pid .. "/fd 2>/dev/null")
-  local n = 0
-  for _ in out:gmatch("%d+") do n = n + 1 end
-  return n
-end
-
-local function perf_fds(pid)
-  local out = sh("ls -l /proc/" .. pid .. "/fd 2>/dev/null")
-  local n = 0
-  for _ in out:gmatch("perf_event") do n = n + 1 end
-  return n
-end
-
-local function workers(master)
-  local out = sh("ps -o pid= --ppid " .. master)
-  local t = {}
-  for pid in out:gmatch("%d+") do t[#t + 1] = tonumber(pid) end
-  table.sort(t)
-  return t
-end
-
--- Polls cond() up to `tries` times, 50 ms apart; returns its last result.
-local function eventually(cond, tries)
-  local r
-  for _ = 1, tries or 100 do
-    r = cond()
-    if r then return r end
-    sh("sleep 0.05")
-  end
-  return r
-end
-
--- The value of metric{uri="uri"} in an exposition text.
-local function metric(text, name, uri)
-  local v = text:match("\n" .. name .. '{uri="' .. uri:gsub("%p", "%%%0") .. '"} (%S+)')
-  return tonumber(v)
-end
-
--- Why this spec cannot run here, or nil.
-local function blocker()
-  if not shell.exists(NGINX) or not shell.exists(MODULE) then
-    return "nginx with libnginx-mod-http-lua is not installed (make deps installs them)"
-  end
-  local out, status = run("make -s core-luajit")
-  if status ~= 0 then
-    return "the C core does not build on LuaJIT yet (make core-luajit): "
-           .. (out:match("[^\n]*error[^\n]*") or out:sub(1, 300))
-  end
-  out, status = run("luajit -e \"package.path='lua/?.lua;lua/?/init.lua;'..package.path "
-                    .. "package.cpath='build/luajit/?.so;'..package.cpath require 'perfev.resty'\"")
-  if status ~= 0 then
-    return "perfev's Lua layer does not load on LuaJIT yet: " .. (out:match("[^\n]+") or out)
-  end
-  return nil
-end
-
--- start(prefix[, env]) -> port, master | nil, nil, output: the recipe as
--- doc/openresty.md writes it, `sh examples/openresty/run.sh PORT`, with its
--- prefix directory in `prefix` (NGINX_PREFIX) and env prepended (e.g.
--- "NGINX_USER=nobody"); a free port: nginx itself says when one is taken,
--- another is tried then.
-local function start(prefix, env)
-  -- workers that are not root traverse the prefix directory
-  sh("chmod 755 " .. shell.quote(prefix))
-  local seed = tonumber(tostring(prefix):match("%w+$"), 36) or os.time()
-  local out, status
-  for try = 1, 20 do
-    local port = 20000 + (seed + try * 7919) % 40000
-    out, status = run(("NGINX_PREFIX=%s %s sh examples/openresty/run.sh %d")
-                      :format(shell.quote(prefix), env or "", port))
-    if status == 0 then
-      return port, tonumber(shell.read_file(prefix .. "/logs/nginx.pid")), out
-    end
-    if not out:find("Address already in use", 1, true) then break end
-  end
-  return nil, nil, out
-end
-
--- stop(master): nginx stopped, waited for (its workers close their events)
-local function stop(master)
-  if not master then return end
-  sh("kill -QUIT " .. master)
-  eventually(function() return not shell.exists("/proc/" .. master) end)
-  if shell.exists("/proc/" .. master) then sh("kill -KILL " .. master) end
-end
-
--- The workers of `master` once each holds its group of `events` perf fds.
-local function ready(master, events)
-  return eventually(function()
-    local t = workers(master)
-    if #t ~= WORKERS then return nil end
-    for _, w in ipairs(t) do if perf_fds(w) ~= events then return nil end end
-    return t
-  end)
-end
+local WORKERS, EVENTS = O.WORKERS, O.EVENTS
+local sh, run, write, fds, workers, eventually = O.sh, O.run, O.write, O.fds, O.workers, O.eventually
+local blocker, start, stop, ready, metric, metrics_with = O.blocker, O.start, O.stop, O.ready, O.metric,
+                                                          O.metrics_with
 
 -- The sample lines of an exposition text: { name, labels, value string }.
 local function samples(text)
@@ -183,10 +67,12 @@ describe("perfev.resty's exposition values", function()
     -- decimal (208765965), and one where it is (543968089, issue 19's)
     local ns = { ["/a"] = 208765965, ["/b"] = 543968089, ["/c"] = 1, ["/d"] = 123456789012345,
                  ["/e"] = 3000000000 }
+    -- a worker's sums of a label: the request count, then each event's
+    -- (perfev.resty.series)
     for uri, v in pairs(ns) do
-      r.sums["0\t" .. uri] = 1
-      r.sums["1\t" .. uri] = v
-      r.sums["2\t" .. uri] = v % 1000
+      local acc = require("perfev.resty.series").acc(r.layout)
+      acc[1], acc[2], acc[3] = 1, v, v % 1000
+      r.sums[uri] = acc
     end
     local text = r:collect()
     r:close()
@@ -286,7 +172,16 @@ describe("examples/openresty: perfev.resty in nginx", function()
     end)()
     assert.are.same(before, after)
 
-    local text, status = run("curl -s " .. base .. "/metrics")
+    -- each worker adds its sums to the dict every second (flush), and
+    -- the one answering /metrics its own first: every request is there
+    -- within a second
+    local text, status
+    eventually(function()
+      text, status = run("curl -s " .. base .. "/metrics")
+      local n = (metric(text, "perfev_request_requests_total", "/work/light") or 0)
+                + (metric(text, "perfev_request_requests_total", "/work/heavy") or 0)
+      return n >= REQUESTS
+    end, 60)
     assert.are.equal(0, status)
     if shell.have("promtool") then
       local out, lint = run(("printf '%%s' %s | promtool check metrics"):format(shell.quote(text)))
@@ -485,7 +380,7 @@ describe("examples/openresty with workers as nobody", function()
         end
       end
       assert.are.equal(WORKERS, said, log)   -- once per worker
-      local text = run("curl -s " .. base .. "/metrics")
+      local text = metrics_with(base, "/work/heavy", 10)
       for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
         assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user"} 1\n',
                        text, nil, false)
@@ -505,7 +400,7 @@ describe("examples/openresty with workers as nobody", function()
     with_nobody(1, function(base, prefix)
       local log = shell.read_file(prefix .. "/logs/error.log") or ""
       assert.is_nil(errors(log))
-      local text = run("curl -s " .. base .. "/metrics")
+      local text = metrics_with(base, "/work/heavy", 10)
       for _, ev in ipairs { "task-clock", "page-faults", "context-switches" } do
         assert.matches('\nperfev_request_event_info{event="' .. ev:gsub("%p", "%%%0") .. '",scope="user,kernel"} 1\n',
                        text, nil, false)

@@ -15,30 +15,48 @@
 -- request that yields (I/O, ngx.sleep) shares its worker with the requests
 -- that run meanwhile, and their work lands in its difference too: the sums
 -- stay exact, a single request's share is exact only when it runs alone.
+--
+-- What a request costs beyond its two read(2)s is a few table updates: the
+-- sums are kept per worker in Lua tables and added to the shared dict on a
+-- timer (every `flush` seconds, default 1; at the worker's exit too), not
+-- per request (a dict write takes the dict's lock, shared by every worker,
+-- and one was taken per series per request). /metrics serves the dict after
+-- adding its own worker's sums: the other workers' last `flush` seconds may
+-- be missing from it, never lost (doc/openresty.md, What it costs).
 local perfev = require "perfev"
 local options = require "perfev.options"
 local fs = require "perfev.fs"
+local label_values = require "perfev.resty.labels"
+local prom = require "perfev.resty.prom"
+local series = require "perfev.resty.series"
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
 _M.DEFAULT_EVENTS = { "task-clock", "page-faults", "context-switches" }
 
--- How an event shows in Prometheus: metric name (before _total), help, and
+-- How an event shows in Prometheus: metric name (the counter's before
+-- _total, the histogram's whole), the counter's help, the histogram's, and
 -- the divisor from the kernel's unit to the metric's base unit (a division:
 -- 208765965 / 1e9 is the double nearest 0.208765965, 208765965 * 1e-9 is not).
 local METRICS = {
-  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)", 1e9 },
-  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)", 1e9 },
-  ["page-faults"] = { "page_faults", "Page faults taken while the requests ran", 1 },
-  ["context-switches"] = { "context_switches", "Context switches of the worker while the requests ran", 1 },
-  ["cpu-migrations"] = { "cpu_migrations", "CPU migrations of the worker while the requests ran", 1 },
+  ["task-clock"] = { "task_clock_seconds", "CPU time the requests ran on their worker (task-clock)",
+                     "CPU time of a request on its worker (task-clock)", 1e9 },
+  ["cpu-clock"] = { "cpu_clock_seconds", "CPU time the requests ran on their worker (cpu-clock)",
+                    "CPU time of a request on its worker (cpu-clock)", 1e9 },
+  ["page-faults"] = { "page_faults", "Page faults taken while the requests ran",
+                      "Page faults taken while a request ran", 1 },
+  ["context-switches"] = { "context_switches", "Context switches of the worker while the requests ran",
+                           "Context switches of the worker while a request ran", 1 },
+  ["cpu-migrations"] = { "cpu_migrations", "CPU migrations of the worker while the requests ran",
+                         "CPU migrations of the worker while a request ran", 1 },
 }
 
 local function metric_of(ev)
   local m = METRICS[ev]
-  if m then return m[1], m[2], m[3] end
-  return (ev:gsub("[^%w_]", "_")), "perf event " .. ev .. " counted while the requests ran", 1
+  if m then return m[1], m[2], m[3], m[4] end
+  return (ev:gsub("[^%w_]", "_")), "perf event " .. ev .. " counted while the requests ran",
+         "perf event " .. ev .. " counted while a request ran", 1
 end
 
 -- What each kernel member of the group counts: "user,kernel", "user" or
@@ -82,13 +100,20 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
--- resty.new{ events =, dict =, prefix =, label = } -> instance | nil, err
+-- resty.new{ events =, dict =, prefix =, label =, flush = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
 --           worker's own sums only)
 --   prefix  of the metric names (default "perfev_request_")
 --   label   function(ngx) -> the label value of the current request
 --           (default: ngx.var.uri)
+--   flush   seconds between two additions of this worker's sums to the
+--           dict (default 1; 0: every request, as a dict write per series)
+--   buckets the histograms' upper bounds by event name, in the metric's
+--           unit (seconds, counts); false: no histograms (perfev.resty.series)
+--   collapse, max_labels, overflow: how label values are kept few
+--           (perfev.resty.labels: ids collapsed to :id, at most 100 values,
+--           the rest under "other")
 -- Call it in init_worker_by_lua*: the events belong to the worker calling it.
 function _M.new(opts)
   opts = opts or {}
@@ -103,6 +128,18 @@ function _M.new(opts)
   if opts.label ~= nil and type(opts.label) ~= "function" then
     return nil, "perfev.resty: option 'label' must be a function"
   end
+  local flush = opts.flush
+  if flush == nil then flush = 1 end
+  if type(flush) ~= "number" or flush < 0 or flush ~= flush or flush == math.huge then
+    return nil, "perfev.resty: option 'flush' must be a number of seconds >= 0"
+  end
+  local divisors = {}
+  for i, ev in ipairs(events) do divisors[i] = select(4, metric_of(tostring(ev))) end
+  local layout, lerr = series.layout(events, divisors, opts.buckets)
+  if not layout then return nil, "perfev.resty: " .. lerr end
+  local names, nerr = label_values.new { collapse = opts.collapse, max_labels = opts.max_labels,
+                                   overflow = opts.overflow, dict = dict }
+  if not names then return nil, "perfev.resty: " .. nerr end
   -- a bad event name raises in perfev.group: here it is returned, as every
   -- lua-resty call does
   local ok, g, err = pcall(perfev.group, events)
@@ -111,11 +148,20 @@ function _M.new(opts)
   g:enable()
   local self = setmetatable({
     g = g, n = #events, events = events, t = g:read(), delta = {},
-    dict = dict, dict_name = opts.dict, sums = {}, labels = {},
+    dict = dict, dict_name = opts.dict, sums = {}, pool = {}, flush_every = flush,
     prefix = opts.prefix or "perfev_request_", label = opts.label,
+    layout = layout, names = names,
   }, mt)
   self.scopes, self.user_only = scopes(g, events)
   if #self.user_only > 0 then log_user_only(self.user_only) end
+  if dict and flush > 0 then
+    -- called at the worker's exit too (premature): its last sums are kept
+    local ok_t, terr = ngx.timer.every(flush, function() self:flush() end)
+    if not ok_t then
+      g:close()
+      return nil, "perfev.resty: cannot start the flush timer: " .. tostring(terr)
+    end
+  end
   return self
 end
 
@@ -132,27 +178,63 @@ local function self_or_default(self)
   return _M.default
 end
 
--- Before the content phase (rewrite_by_lua*, access_by_lua*).
+-- Before the content phase (rewrite_by_lua*, access_by_lua*): the group's
+-- counts now, in ngx.ctx (an array from this worker's pool: no garbage).
 function _M.start(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  local start = {}
-  for i = 1, self.n do start[i] = t[i] end
+  local pool = self.pool
+  local start = pool[#pool] or {}
+  pool[#pool] = nil
+  for i = 1, self.n do start[i] = t[i] or 0 end
   ngx.ctx.perfev_start = start
   return true
 end
 
-local function add(self, key, v)
-  if self.dict then
-    local _, err = self.dict:incr(key, v, 0)
-    if err then return nil, err end
-  else
-    self.sums[key] = (self.sums[key] or 0) + v
+-- This worker's sums of one label into the dict, each series by one
+-- incr, zeroed once added (a series at 0 is written the first time only:
+-- it shows as 0); a series the dict refused (full) stays, for the next
+-- flush, and is said once per worker in error.log.
+local function flush_label(self, label, acc)
+  local dict, keys = self.dict, self.layout.keys
+  -- the counters' series (requests, sums) all the first time
+  local all = not acc.written and self.n + 1 or 0
+  for pos = 1, self.layout.width do
+    local v = acc[pos]
+    if v ~= 0 or pos <= all then
+      local _, err = dict:incr(keys[pos] .. label, v, 0)
+      if err then
+        if not self.flush_failed then
+          self.flush_failed = true
+          ngx.log(ngx.ERR, "perfev.resty: cannot add to lua_shared_dict '", tostring(self.dict_name), "': ", err,
+                  " (its sums wait in the worker until it has room: make it larger)")
+        end
+        return nil, err
+      end
+      acc[pos] = 0
+    end
   end
+  acc.written = true
   return true
+end
+
+-- inst:flush(): adds this worker's sums to the dict now (the timer calls
+-- it every `flush` seconds, serve() before it answers). true, or nil, err
+-- when the dict refused a series (it is kept for the next flush).
+function _M.flush(self)
+  self = self_or_default(self)
+  if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
+  if not self.dict then return true end
+  local ok, err = true, nil
+  for label, acc in pairs(self.sums) do
+    local done, e = flush_label(self, label, acc)
+    if not done then ok, err = nil, e end
+  end
+  if ok then self.flush_failed = nil end
+  return ok, err and "perfev.resty: " .. err
 end
 
 -- In log_by_lua*: adds this request's counts to its label. Returns the
@@ -161,85 +243,52 @@ function _M.finish(self, label)
   if type(self) ~= "table" then self, label = nil, self end
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local start = ngx.ctx.perfev_start
+  local ctx = ngx.ctx
+  local start = ctx.perfev_start
   if not start then return nil, "perfev.resty: start() did not run for this request" end
-  ngx.ctx.perfev_start = nil
+  ctx.perfev_start = nil
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  label = label or (self.label and self.label(ngx)) or ngx.var.uri or ""
-  local delta = self.delta
-  for i = 1, self.n do
-    local d = (t[i] or 0) - (start[i] or 0)
-    delta[self.events[i]] = d
-    ok, err = add(self, i .. "\t" .. label, d)
+  label = self.names:get(label or (self.label and self.label(ngx)) or ngx.var.uri or "")
+  local acc = self.sums[label]
+  if not acc then
+    acc = series.acc(self.layout)
+    self.sums[label] = acc
+  end
+  series.add(self.layout, acc, t, start, self.delta, self.events)
+  local pool = self.pool
+  if #pool < 256 then pool[#pool + 1] = start end
+  if self.dict and self.flush_every == 0 then
+    ok, err = flush_label(self, label, acc)
     if not ok then return nil, "perfev.resty: " .. tostring(err) end
   end
-  ok, err = add(self, "0\t" .. label, 1)
-  if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  return delta
+  return self.delta
 end
 
--- A label value in the exposition format: \ " and newline escaped.
-local function escape(s)
-  return (s:gsub("[\\\"\n]", { ["\\"] = "\\\\", ['"'] = '\\"', ["\n"] = "\\n" }))
-end
-
--- A sample value as Prometheus's clients print it: an integer as one, a
--- float in the shortest form that reads back as the same double (0.543968089,
--- not 0.54396808900000004), NaN and infinities as the format spells them.
-local function number(v)
-  if v ~= v then return "NaN" end
-  if v == math.huge then return "+Inf" end
-  if v == -math.huge then return "-Inf" end
-  if v == math.floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return ("%.0f"):format(v) end
-  for digits = 15, 16 do
-    local s = ("%." .. digits .. "g"):format(v)
-    if tonumber(s) == v then return s end
-  end
-  return ("%.17g"):format(v)
-end
-
--- The sums as { [index] = { [label] = value } }, index 0 the request count.
-local function sums(self)
-  local by = {}
-  local function put(key, v)
-    local i, label = key:match("^(%d+)\t(.*)$")
-    if i then
-      i = tonumber(i)
-      by[i] = by[i] or {}
-      by[i][label] = v
-    end
-  end
-  if self.dict then
-    for _, key in ipairs(self.dict:get_keys(0)) do
-      local v = self.dict:get(key)
-      if v then put(key, v) end
-    end
-  else
-    for key, v in pairs(self.sums) do put(key, v) end
-  end
-  return by
-end
-
--- The metrics in the Prometheus text exposition format (version 0.0.4).
+-- The metrics in the Prometheus text exposition format (version 0.0.4):
+-- per label, the requests and each event's sum (counters), and each
+-- event's histogram over the requests.
 function _M.collect(self)
   self = self_or_default(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local by, out = sums(self), {}
-  local function family(name, help, values, divisor)
-    out[#out + 1] = ("# HELP %s %s\n# TYPE %s counter\n"):format(name, help, name)
-    local labels = {}
-    for label in pairs(values or {}) do labels[#labels + 1] = label end
-    table.sort(labels)
-    for _, label in ipairs(labels) do
-      out[#out + 1] = ('%s{uri="%s"} %s\n'):format(name, escape(label), number(values[label] / divisor))
-    end
-  end
-  family(self.prefix .. "requests_total", "Requests measured by perfev", by[0], 1)
+  -- this worker's own sums are in the dict now; the others' are at most
+  -- one flush interval behind
+  self:flush()
+  local counts, hist = series.read(self.layout, self.dict, self.sums)
+  local out = {}
+  prom.counter(out, self.prefix .. "requests_total", "Requests measured by perfev", counts[0], 1, "uri")
   for i, ev in ipairs(self.events) do
-    local name, help, divisor = metric_of(ev)
-    family(self.prefix .. name .. "_total", help, by[i], divisor)
+    local name, help, _, divisor = metric_of(ev)
+    prom.counter(out, self.prefix .. name .. "_total", help, counts[i], divisor, "uri")
+  end
+  for i, ev in ipairs(self.events) do
+    local h = self.layout.hist[i]
+    if h then
+      local name, _, help, divisor = metric_of(ev)
+      prom.histogram(out, self.prefix .. name, help, { bounds = h.bounds, le = h.le, by = hist[i] }, counts[i],
+                     divisor, "uri")
+    end
   end
   -- what each event counts in this worker: scope="user" when the kernel
   -- refused counting in the kernel (error.log says so at init)
@@ -248,7 +297,7 @@ function _M.collect(self)
                    .. "more: doc/openresty.md, Permissions)\n# TYPE %s gauge\n"):format(info, info)
   for _, ev in ipairs(self.events) do
     if self.scopes[ev] then
-      out[#out + 1] = ('%s{event="%s",scope="%s"} 1\n'):format(info, escape(ev), self.scopes[ev])
+      out[#out + 1] = ('%s{event="%s",scope="%s"} 1\n'):format(info, prom.escape(ev), self.scopes[ev])
     end
   end
   return table.concat(out)
@@ -281,7 +330,7 @@ end
 -- perfev.resty (task-clock, page-faults; 2 labels; dict perfev) or closed.
 function mt.__tostring(self)
   local labels = 0
-  for key in pairs(self.sums) do if key:match("^0\t") then labels = labels + 1 end end
+  for _ in pairs(self.sums) do labels = labels + 1 end
   local where = self.dict and ("dict %s"):format(self.dict_name or "?")
                 or ("%d labels in this worker"):format(labels)
   local user = #self.user_only > 0 and ("; user space only: " .. table.concat(self.user_only, ", ")) or ""

@@ -1,0 +1,136 @@
+-- perfev.resty.series: the series of one label, as a worker keeps them and
+-- as the shared dict holds them. A worker keeps each label's series in one
+-- array (`acc`), added to by each request and zeroed when flushed:
+--   acc[1]                 requests
+--   acc[1 + i]             the sum of event i (the kernel's unit: ns, counts)
+--   acc[h.off + b]         requests of event i in bucket b of its histogram
+--                          (b = #h.bounds + 1: above every bound)
+-- The dict's key of a series is its prefix (keys[pos]) and the label:
+-- "0\t/work/light", "1\t/work/light", "h1\t3\t/work/light".
+local prom = require "perfev.resty.prom"
+
+local M = {}
+
+local function ascending(list)
+  if type(list) ~= "table" or #list == 0 then return false end
+  for k, v in ipairs(list) do
+    if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then return false end
+    if k > 1 and v <= list[k - 1] then return false end
+  end
+  return true
+end
+
+-- M.layout(events, divisors, buckets) -> layout | nil, message
+--   divisors  per event: from the kernel's unit to the metric's base unit
+--             (1e9: the event is a clock, in seconds)
+--   buckets   nil: the defaults (prom.SECONDS for clocks, prom.COUNTS
+--             otherwise); false: no histograms; a table by event name:
+--             its upper bounds in the base unit, ascending, or false
+function M.layout(events, divisors, buckets)
+  if buckets ~= nil and buckets ~= false and type(buckets) ~= "table" then
+    return nil, "option 'buckets' must be false or a table of upper bounds by event name"
+  end
+  if type(buckets) == "table" then
+    local known = {}
+    for _, ev in ipairs(events) do known[ev] = true end
+    for ev, list in pairs(buckets) do
+      if not known[ev] then return nil, ("option 'buckets': '%s' is not one of the events"):format(tostring(ev)) end
+      if list ~= false and not ascending(list) then
+        return nil, ("option 'buckets': '%s' must be a list of ascending numbers, or false"):format(ev)
+      end
+    end
+  end
+  local n = #events
+  local keys = { "0\t" }
+  for i = 1, n do keys[1 + i] = i .. "\t" end
+  local width, hist = 1 + n, {}
+  for i, ev in ipairs(events) do
+    local list
+    if buckets == nil then
+      list = divisors[i] ~= 1 and prom.SECONDS or prom.COUNTS
+    elseif buckets then
+      list = buckets[ev]
+      if list == nil then list = divisors[i] ~= 1 and prom.SECONDS or prom.COUNTS end
+    end
+    if list then
+      -- the bounds in the kernel's unit: a clock's in whole nanoseconds
+      -- (2.5e-5 * 1e9 is 25000.000000000004)
+      local h = { bounds = {}, le = {}, off = width }
+      for b, v in ipairs(list) do
+        local k = v * divisors[i]
+        if divisors[i] ~= 1 then k = math.floor(k + 0.5) end
+        h.bounds[b], h.le[b] = k, prom.number(v)
+      end
+      h.le[#list + 1] = "+Inf"
+      for b = 1, #list + 1 do keys[width + b] = ("h%d\t%d\t"):format(i, b) end
+      width = width + #list + 1
+      hist[i] = h
+    end
+  end
+  return { n = n, width = width, keys = keys, hist = hist }
+end
+
+-- A label's series, all 0.
+function M.acc(layout)
+  local acc = {}
+  for pos = 1, layout.width do acc[pos] = 0 end
+  return acc
+end
+
+-- M.add(layout, acc, t, start, delta, events): one request whose counts
+-- were `start` before it and `t` after it; delta[name] its counts.
+function M.add(layout, acc, t, start, delta, events)
+  acc[1] = acc[1] + 1
+  local hist = layout.hist
+  for i = 1, layout.n do
+    local d = (t[i] or 0) - start[i]
+    delta[events[i]] = d
+    acc[i + 1] = acc[i + 1] + d
+    local h = hist[i]
+    if h then
+      local bounds = h.bounds
+      local b, nb = 1, #bounds
+      while b <= nb and d > bounds[b] do b = b + 1 end
+      local pos = h.off + b
+      acc[pos] = acc[pos] + 1
+    end
+  end
+end
+
+-- M.read(layout, dict, worker) -> counts, hist: what the dict holds (or,
+-- without a dict, this worker's sums: { [label] = acc }), as
+-- counts[i][label] (i = 0: requests) and hist[i][label][b].
+function M.read(layout, dict, worker)
+  local counts, hist = {}, {}
+  for i = 0, layout.n do counts[i] = {} end
+  for i in pairs(layout.hist) do hist[i] = {} end
+  local function put(key, v)
+    local i, label = key:match("^(%d+)\t(.*)$")
+    if i then
+      i = tonumber(i)
+      if counts[i] then counts[i][label] = v end
+      return
+    end
+    local b
+    i, b, label = key:match("^h(%d+)\t(%d+)\t(.*)$")
+    i = tonumber(i)
+    if i and hist[i] then
+      local by = hist[i][label] or {}
+      hist[i][label] = by
+      by[tonumber(b)] = v
+    end
+  end
+  if dict then
+    for _, key in ipairs(dict:get_keys(0)) do
+      local v = dict:get(key)
+      if type(v) == "number" then put(key, v) end
+    end
+  else
+    for label, acc in pairs(worker) do
+      for pos = 1, layout.width do put(layout.keys[pos] .. label, acc[pos]) end
+    end
+  end
+  return counts, hist
+end
+
+return M
