@@ -104,7 +104,6 @@ describe("perfev.perfdata time order, mapped and streamed", function()
   end)
 
   it("refuses an order that is neither file nor time, in the Lua layer and in the core's reader", function()
-    local pd = require "perfev.perfdata"
     local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
     local ok, err = pcall(f.records, f, { order = "tim" })
     assert.is_false(ok)

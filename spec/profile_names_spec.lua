@@ -233,8 +233,7 @@ describe("perfev.profile's function names", function()
     assert.same({ "[perfev]", "main chunk (app.lua)", "simulate (app.lua:3)", "step (app.lua:5)" }, labels)
   end)
 
-  it("shows a VM state (LuaJIT's [GC], [JIT compiler], an attached target's [trace N]) by its name alone", function()
-    local data = require "perfev.profile.data"
+  it("shows a VM state (LuaJIT's [GC], [JIT compiler], an attached target's [trace N]) by its name", function()
     local raw = {
       frames = {
         { what = "main", source = "app.lua", linedefined = 0, line = 9 },
@@ -242,13 +241,15 @@ describe("perfev.profile's function names", function()
         { what = "C", name = "[trace 3]", source = "", linedefined = -1, line = -1 },
         { what = "C", name = "concat", source = "[C]", linedefined = -1, line = -1 },
       },
-      stacks = { { 1, 2, weight = 1, samples = 1 }, { 1, 3, weight = 1, samples = 1 }, { 1, 4, weight = 1, samples = 1 } },
+      stacks = { { 1, 2, weight = 1, samples = 1 }, { 1, 3, weight = 1, samples = 1 },
+                 { 1, 4, weight = 1, samples = 1 } },
     }
     local pr = data.build(raw, { event = "cpu-clock" })
     local got = {}
     for _, s in ipairs(pr.stacks) do got[#got + 1] = table.concat(data.labels(pr, s), ";") end
     table.sort(got)
-    assert.same({ "main chunk (app.lua);[GC]", "main chunk (app.lua);[trace 3]", "main chunk (app.lua);concat [C]" }, got)
+    assert.same({ "main chunk (app.lua);[GC]", "main chunk (app.lua);[trace 3]",
+                  "main chunk (app.lua);concat [C]" }, got)
   end)
 
   -- The user's path of issue 19: a parser profiled by `perfev profile`.
