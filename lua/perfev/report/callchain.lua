@@ -2,10 +2,10 @@
 -- tools/perf/util/callchain.c and ui/stdio/hist.c): the parameters, the
 -- tree of one row's callchains, and its text.
 --
--- A row's tree is a trie of entries (perfev.symbols entries: a symbol of
--- a dso, or an unresolved address), one node per frame. perf keeps a
--- path-compressed tree whose nodes end where a chain ends or branches; the
--- trie gives the same nodes when it is cut at the same places (compress).
+-- A row's tree holds chains of entries (perfev.symbols entries: a symbol
+-- of a dso, or an unresolved address). perf keeps a path-compressed tree
+-- whose nodes end where a chain ends or branches; perfev's are the same
+-- nodes, found from the chains when they are printed (see node below).
 local symbols = require "perfev.symbols"
 
 local M = {}
@@ -54,49 +54,120 @@ function M.parse(spec)
   return p
 end
 
--- A trie node: kids by entry and in the order they came (list[1..n]), the
--- period and samples of chains that end here (hit, count) and of all that
--- pass (total, tcount). Every field a node ever gets is set here: LuaJIT
+-- A row's tree is perf's: path-compressed, a node per run of frames
+-- that all its chains share and where none ends but maybe at its last
+-- (vals[1..], e = vals[1]), its kids in the order they came (list[1..n]),
+-- the period and samples of the chains that end at the run's last frame
+-- (hit, count) and of all that pass (total, tcount). The chains are kept
+-- (M.add), and a node finds its kids when first asked for (expand): only
+-- the nodes perf prints are ever expanded. Above the threshold a run is
+-- found by comparing the chains' frames in place; below it (0.5 % of the
+-- event by default) nothing is looked at. A trie of every frame of every
+-- chain of every row was O(rows x frames) tables: on a file of garbage
+-- chains (a program without frame pointers, 127 frames a sample), most
+-- of perfev report's time.
+--
+-- A node holds the chains through it: P[1..ni] the chains (tables with
+-- F[1..n] entries, n, period, samples), K[i] the index in P[i].F of the
+-- run's last frame. Every field a node ever gets is set here: LuaJIT
 -- 2.1-20230119 (Debian's luajit2, nginx's) forwards a load from a table
 -- built from a constructor template to the template's value after a key
 -- added in the same trace rehashed it (LuaJIT issue 980, fixed upstream in
 -- April 2023): nodes grown that way lost counts and kids at random.
-local function node(e)
-  return { e = e, kids = {}, list = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
-           sorted = false, ordered = false }
+local function node(e, step)
+  return { e = e, vals = false, list = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
+           sorted = false, ordered = false, step = step, P = {}, K = {}, ni = 0, expanded = false }
 end
-M.new = function() return node(nil) end
 
--- insert(tree, chain, from, to, step, period, samples): the entries
--- chain[from], chain[from + step], ... chain[to] as one callchain.
-function M.insert(tree, chain, from, to, step, period, samples)
-  local nd = tree
-  nd.total, nd.tcount = nd.total + period, nd.tcount + samples
-  for i = from, to, step do
-    local e = chain[i]
-    local kid = nd.kids[e]
-    if not kid then
-      kid = node(e)
-      nd.kids[e] = kid
-      local n = nd.n + 1
-      nd.n = n
-      nd.list[n] = kid
+-- new([step]) -> an empty tree of chains read in the direction step (1:
+-- from a chain's first entry to its last; -1: from its last to its first).
+M.new = function(step) return node(nil, step or 1) end
+
+-- add(tree, chain, from): the entries chain.F[from], chain.F[from + step],
+-- ... to the chain's end in the tree's direction (chain.F[chain.n], or
+-- chain.F[1]) as one callchain of chain.period and chain.samples. The
+-- chain is kept, not copied: it must not change afterwards.
+function M.add(tree, chain, from)
+  local i = tree.ni + 1
+  tree.ni = i
+  tree.P[i], tree.K[i] = chain, from - tree.step   -- (the root's "last frame" is before the first)
+  tree.total, tree.tcount = tree.total + chain.period, tree.tcount + chain.samples
+end
+
+-- The run of kid, whose chains have their first frame at K: it goes on
+-- while no chain ends and all have the same next frame; K is moved to its
+-- last frame, and the chains that end there make the hit.
+local function run(kid)
+  local P, K, m, step = kid.P, kid.K, kid.ni, kid.step
+  local vals = { kid.e }
+  local d = 0
+  while true do
+    local c = P[1]
+    local k = K[1] + d
+    if k == (step > 0 and c.n or 1) then break end
+    local e = c.F[k + step]
+    local same = true
+    for i = 2, m do
+      c = P[i]
+      k = K[i] + d
+      if k == (step > 0 and c.n or 1) or c.F[k + step] ~= e then
+        same = false
+        break
+      end
     end
-    nd = kid
-    nd.total, nd.tcount = nd.total + period, nd.tcount + samples
+    if not same then break end
+    d = d + step
+    vals[#vals + 1] = e
   end
-  nd.hit, nd.count = nd.hit + period, nd.count + samples
+  local hit, count = 0, 0
+  for i = 1, m do
+    local c = P[i]
+    local k = K[i] + d
+    K[i] = k
+    if k == (step > 0 and c.n or 1) then hit, count = hit + c.period, count + c.samples end
+  end
+  kid.vals, kid.hit, kid.count = vals, hit, count
 end
 
--- perf's node: a run of trie nodes that neither end a chain nor branch.
--- Returns the entries of the run and its last trie node.
-local function compress(t)
-  local vals = { t.e }
-  while t.hit == 0 and t.n == 1 do
-    t = t.list[1]
-    vals[#vals + 1] = t.e
+-- The kids of node t, found once from the chains through it, in the
+-- order of their first chains (the order a trie built by inserting the
+-- chains one by one has them), each with its run.
+local function expand(t)
+  if t.expanded then return t end
+  t.expanded = true
+  if not t.vals and t.e ~= nil then run(t) end
+  local step, P, K = t.step, t.P, t.K
+  local by, list, n = {}, t.list, 0
+  for i = 1, t.ni do
+    local c = P[i]
+    local k = K[i]
+    if k ~= (step > 0 and c.n or 1) then   -- (else the chain ends at t)
+      k = k + step
+      local e = c.F[k]
+      local kid = by[e]
+      if not kid then
+        kid = node(e, step)
+        by[e] = kid
+        n = n + 1
+        list[n] = kid
+      end
+      local j = kid.ni + 1
+      kid.ni = j
+      kid.P[j], kid.K[j] = c, k
+      kid.total, kid.tcount = kid.total + c.period, kid.tcount + c.samples
+    end
   end
-  return vals, t
+  t.n = n
+  t.P, t.K = false, false
+  return t
+end
+
+-- perf's node: a run of frames that neither end a chain nor branch.
+-- Returns the entries of the run and the node (whose kids follow the
+-- run's last frame).
+local function compress(t)
+  if not t.vals then run(t) end
+  return t.vals, t
 end
 
 -- The order perf inserts siblings in: its match_chain order, descending
@@ -118,6 +189,7 @@ end
 -- The kids of t kept (value >= min) in perf's order: larger first, equal
 -- ones in insertion order.
 local function sorted(t, value, min)
+  expand(t)
   local list = {}
   for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
@@ -224,6 +296,7 @@ local function flat_list(p, t, min_hit, path, out)
 end
 
 local function order_kids(t)
+  expand(t)
   local list = {}
   for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
@@ -240,7 +313,7 @@ end
 -- the event's samples: perf's threshold base), skip_first (perf's
 -- --sort sym...: the row's own symbol is not repeated).
 function M.format(out, tree, p, opts)
-  if p.mode == "none" or tree.n == 0 then return end
+  if p.mode == "none" or expand(tree).n == 0 then return end
   local total = opts.total
   local min_hit = math.floor(opts.event_callchain_total * (p.min_percent / 100))
   local n0 = #out
