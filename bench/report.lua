@@ -1,13 +1,21 @@
 -- bench/report.lua: `perfev report` against `perf report --stdio` on the
--- same perf.data files of 100k+ samples, whole process against whole
--- process (interpreter and perf start-up, symbol loading, output to
--- /dev/null), median of ROUNDS alternated runs: wall time and CPU time
--- (user + system of the child), printed as ratios.
+-- same perf.data files, whole process against whole process (interpreter
+-- and perf start-up, symbol loading, output to /dev/null), median of
+-- ROUNDS alternated runs: wall time and CPU time (user + system of the
+-- child), printed as ratios.
 --
--- Files: cpu-clock every 100 us on every CPU (perf record -a, as root),
--- with callchains (-g) and without; the -g file in perf's default view
--- (rows and call graphs) and with `-g none` (rows), each against perfev's
--- same view. Without root, a Lua loop sampled every 10 us (no callchains).
+-- Files:
+--  * large: cpu-clock every 100 us on every CPU (perf record -a, as root),
+--    100k+ samples, with callchains (-g) and without; the -g file in
+--    perf's default view (rows and call graphs) and with `-g none` (rows),
+--    each against perfev's same view. Without root, a Lua loop sampled
+--    every 10 us (no callchains).
+--  * small -g files of one program, as a user records one (perf record
+--    -F 999 -g -- PROGRAM): an interpreter without frame pointers (Debian's
+--    lua5.4: every chain 127 garbage addresses, tens of thousands of
+--    output lines) for ~0.75 s (a few hundred samples) and ~5 s (a few
+--    thousand); a C program with frame pointers (short, real chains);
+--    and `ls` (a handful of samples: start-up and symbol loading).
 --   make bench     (needs the perf tool; skipped without it)
 local B = require "bench.support"
 
@@ -36,10 +44,11 @@ end
 
 local run = B.run
 
-local function perfev_cmd(file, graph)
+local function perfev_cmd(file, graph, no_children)
   local code = ("package.path = %q; package.cpath = %q; " ..
-                "os.exit(require('perfev.cli.report').run { input = %q, call_graph = %s })")
-               :format(package.path, package.cpath, file, graph and ("%q"):format(graph) or "nil")
+                "os.exit(require('perfev.cli.report').run { input = %q, call_graph = %s, no_children = %s })")
+               :format(package.path, package.cpath, file, graph and ("%q"):format(graph) or "nil",
+                       tostring(no_children or false))
   return LUA .. " -e " .. q(code)
 end
 
@@ -83,4 +92,36 @@ if root then
     { "perfev report (with call graphs)", perfev_cmd(g) },
   })
 end
+
+-- ---- small -g files of one program (perf record -F 999 -g -- PROGRAM) ----
+
+-- Debian's lua5.4 (no frame pointers) when it is there: its chains are
+-- garbage; else this interpreter.
+local JUNK_LUA = B.have("lua5.4") and "lua5.4" or LUA
+local function junk_burn(secs)
+  local busy = ("local t = os.clock() local x = 0 " ..
+                "local function f(n) local s = 0 for i = 1, n do s = s + i %% 7 end return s end " ..
+                "local function g(n) local s = {} for i = 1, n do s[i] = tostring(i) end return #s end " ..
+                "while os.clock() - t < %g do x = x + f(1000) + g(100) end"):format(secs)
+  return JUNK_LUA .. " -e " .. q(busy)
+end
+
+-- the default view (rows and call graphs) and --no-children, each against perf's
+local function small(title, name, workload, secs, samples)
+  local file, n = B.record { file = dir .. "/" .. name, perf = "-F 999 -g", workload = workload, secs = secs,
+                             samples = samples }
+  bench(title, file, n, {
+    { "perf report --stdio", ("perf report --stdio -i %s"):format(q(file)), 3 },
+    { "perf report --stdio --no-children", ("perf report --stdio --no-children -i %s"):format(q(file)), 4 },
+    { "perfev report", perfev_cmd(file) },
+    { "perfev report --no-children", perfev_cmd(file, nil, true) },
+  })
+end
+
+small(("-g, %s without frame pointers (junk chains), ~0.75 s"):format(JUNK_LUA), "junk-small.data",
+      junk_burn, 0.75, 300)
+small(("-g, %s without frame pointers (junk chains), ~5 s"):format(JUNK_LUA), "junk-mid.data",
+      junk_burn, 5, 3000)
+small("-g, a C program with frame pointers, ~3 s", "fp.data", B.burn(dir), 3, 2000)
+small("-g, ls (a handful of samples)", "ls.data", function() return "ls -lR /usr/share/doc/perl" end, 0, 0)
 B.rmdir(dir)

@@ -210,7 +210,8 @@ local function add_path(self, h, row, nf, period, n)
     local f, r = {}, {}
     for i = 1, nf do f[i] = F[i] end
     if self.children then for i = 1, nf do r[i] = self.R[i] end end
-    p = { row = row, F = f, R = r, n = nf, period = 0, samples = 0 }
+    -- (stop: its last entry in the call graphs' order, perfev.report.callchain's add)
+    p = { row = row, F = f, R = r, n = nf, period = 0, samples = 0, stop = self.callee and 1 or nf }
     node[PATH] = p
     h.pathlist[#h.pathlist + 1] = p
   end

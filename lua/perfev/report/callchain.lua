@@ -67,16 +67,17 @@ end
 -- chains (a program without frame pointers, 127 frames a sample), most
 -- of perfev report's time.
 --
--- A node holds the chains through it: P[1..ni] the chains (tables with
--- F[1..n] entries, n, period, samples), K[i] the index in P[i].F of the
--- run's last frame. Every field a node ever gets is set here: LuaJIT
+-- A node holds the chains through it: I[2i - 1] the i-th chain (a table
+-- with F[1..n] entries, period, samples, and stop: the index of its last
+-- entry in the tree's direction), I[2i] the index in its F of the run's
+-- last frame; ni chains. Every field a node ever gets is set here: LuaJIT
 -- 2.1-20230119 (Debian's luajit2, nginx's) forwards a load from a table
 -- built from a constructor template to the template's value after a key
 -- added in the same trace rehashed it (LuaJIT issue 980, fixed upstream in
 -- April 2023): nodes grown that way lost counts and kids at random.
 local function node(e, step)
-  return { e = e, vals = false, list = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
-           sorted = false, ordered = false, step = step, P = {}, K = {}, ni = 0, expanded = false }
+  return { e = e, vals = false, list = false, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
+           sorted = false, ordered = false, step = step, I = {}, ni = 0, expanded = false }
 end
 
 -- new([step]) -> an empty tree of chains read in the direction step (1:
@@ -84,33 +85,34 @@ end
 M.new = function(step) return node(nil, step or 1) end
 
 -- add(tree, chain, from): the entries chain.F[from], chain.F[from + step],
--- ... to the chain's end in the tree's direction (chain.F[chain.n], or
--- chain.F[1]) as one callchain of chain.period and chain.samples. The
--- chain is kept, not copied: it must not change afterwards.
+-- ... chain.F[chain.stop] (chain.n, or 1 when the tree reads chains from
+-- their last entry) as one callchain of chain.period and chain.samples.
+-- The chain is kept, not copied: it must not change afterwards.
 function M.add(tree, chain, from)
   local i = tree.ni + 1
   tree.ni = i
-  tree.P[i], tree.K[i] = chain, from - tree.step   -- (the root's "last frame" is before the first)
+  local I = tree.I
+  I[2 * i - 1], I[2 * i] = chain, from - tree.step   -- (the root's "last frame" is before the first)
   tree.total, tree.tcount = tree.total + chain.period, tree.tcount + chain.samples
 end
 
--- The run of kid, whose chains have their first frame at K: it goes on
--- while no chain ends and all have the same next frame; K is moved to its
--- last frame, and the chains that end there make the hit.
-local function run(kid)
-  local P, K, m, step = kid.P, kid.K, kid.ni, kid.step
-  local vals = { kid.e }
+-- The run of t, whose chains have their first frame at I[2i]: it goes on
+-- while no chain ends and all have the same next frame; I[2i] is moved to
+-- its last frame, and the chains that end there make the hit.
+local function run(t)
+  local I, m2, step = t.I, 2 * t.ni, t.step
+  local vals = { t.e }
   local d = 0
   while true do
-    local c = P[1]
-    local k = K[1] + d
-    if k == (step > 0 and c.n or 1) then break end
+    local c = I[1]
+    local k = I[2] + d
+    if k == c.stop then break end
     local e = c.F[k + step]
     local same = true
-    for i = 2, m do
-      c = P[i]
-      k = K[i] + d
-      if k == (step > 0 and c.n or 1) or c.F[k + step] ~= e then
+    for i = 3, m2, 2 do
+      c = I[i]
+      k = I[i + 1] + d
+      if k == c.stop or c.F[k + step] ~= e then
         same = false
         break
       end
@@ -120,28 +122,28 @@ local function run(kid)
     vals[#vals + 1] = e
   end
   local hit, count = 0, 0
-  for i = 1, m do
-    local c = P[i]
-    local k = K[i] + d
-    K[i] = k
-    if k == (step > 0 and c.n or 1) then hit, count = hit + c.period, count + c.samples end
+  for i = 1, m2, 2 do
+    local c = I[i]
+    local k = I[i + 1] + d
+    I[i + 1] = k
+    if k == c.stop then hit, count = hit + c.period, count + c.samples end
   end
-  kid.vals, kid.hit, kid.count = vals, hit, count
+  t.vals, t.hit, t.count = vals, hit, count
 end
 
 -- The kids of node t, found once from the chains through it, in the
 -- order of their first chains (the order a trie built by inserting the
--- chains one by one has them), each with its run.
+-- chains one by one has them); each finds its run when asked (compress).
 local function expand(t)
   if t.expanded then return t end
   t.expanded = true
   if not t.vals and t.e ~= nil then run(t) end
-  local step, P, K = t.step, t.P, t.K
-  local by, list, n = {}, t.list, 0
-  for i = 1, t.ni do
-    local c = P[i]
-    local k = K[i]
-    if k ~= (step > 0 and c.n or 1) then   -- (else the chain ends at t)
+  local step, I = t.step, t.I
+  local by, list, n = {}, {}, 0
+  for i = 1, 2 * t.ni, 2 do
+    local c = I[i]
+    local k = I[i + 1]
+    if k ~= c.stop then   -- (else the chain ends at t)
       k = k + step
       local e = c.F[k]
       local kid = by[e]
@@ -153,12 +155,13 @@ local function expand(t)
       end
       local j = kid.ni + 1
       kid.ni = j
-      kid.P[j], kid.K[j] = c, k
+      local KI = kid.I
+      KI[2 * j - 1], KI[2 * j] = c, k
       kid.total, kid.tcount = kid.total + c.period, kid.tcount + c.samples
     end
   end
-  t.n = n
-  t.P, t.K = false, false
+  t.list, t.n = list, n
+  t.I = false
   return t
 end
 
