@@ -17,6 +17,7 @@
 --    thousand); a C program with frame pointers (short, real chains);
 --    and `ls` (a handful of samples: start-up and symbol loading).
 --   make bench     (needs the perf tool; skipped without it)
+--   PERFEV_BENCH_BASE=DIR: DIR/lua's perfev timed beside (before/after)
 local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 3
@@ -44,15 +45,33 @@ end
 
 local run = B.run
 
-local function perfev_cmd(file, graph, no_children)
+-- PERFEV_BENCH_BASE=DIR: a second perfev (DIR/lua, another checkout's
+-- modules, with this build's core) is timed beside, on the same files in
+-- the same rounds: "before" and "after" figures of one run.
+local BASE = os.getenv("PERFEV_BENCH_BASE")
+
+local function perfev_cmd(file, graph, no_children, base)
+  local path = package.path
+  if base then path = ("%s/lua/?.lua;%s/lua/?/init.lua;%s"):format(base, base, path) end
   local code = ("package.path = %q; package.cpath = %q; " ..
                 "os.exit(require('perfev.cli.report').run { input = %q, call_graph = %s, no_children = %s })")
-               :format(package.path, package.cpath, file, graph and ("%q"):format(graph) or "nil",
+               :format(path, package.cpath, file, graph and ("%q"):format(graph) or "nil",
                        tostring(no_children or false))
   return LUA .. " -e " .. q(code)
 end
 
+-- runs: { title, command, the index of the perf run it prints the view of
+-- (for perfev's) }; with BASE, each perfev run is timed again with BASE's
+-- modules.
 local function bench(title, file, samples, runs)
+  if BASE then
+    local all = {}
+    for _, r in ipairs(runs) do
+      all[#all + 1] = r
+      if r.base then all[#all + 1] = { r[1] .. " [base]", r.base, r[3] } end
+    end
+    runs = all
+  end
   local walls, cpus = {}, {}
   for i = 1, #runs do walls[i], cpus[i] = {}, {} end
   for _ = 1, ROUNDS do   -- alternated, so that every run sees the same machine state
@@ -67,29 +86,35 @@ local function bench(title, file, samples, runs)
   for i, r in ipairs(runs) do
     local w, c = B.median(walls[i]), B.median(cpus[i])
     local ratio = ""
-    -- a perf run's ratio: against the perfev run that prints the same view
+    -- a perfev run's ratio: against the perf run that prints the same view
     local k = r[3]
     if k then
-      local mw, mc = B.median(walls[k]), B.median(cpus[k])
+      local pw, pc = B.median(walls[k]), B.median(cpus[k])
       local function rel(x) return x >= 1 and ("%.1fx faster"):format(x) or ("%.1fx slower"):format(1 / x) end
-      ratio = ("   perfev %s (wall), %s (cpu)"):format(rel(w / mw), rel(c / mc))
+      ratio = ("   %s (wall), %s (cpu) than perf"):format(rel(pw / w), rel(pc / c))
     end
-    print(("  %-40s %8.0f ms wall %8.0f ms cpu%s"):format(r[1], w / 1e6, c / 1e6, ratio))
+    print(("  %-44s %8.0f ms wall %8.0f ms cpu%s"):format(r[1], w / 1e6, c / 1e6, ratio))
   end
+end
+
+-- a perfev run of the view of perf run k
+local function perfev_run(title, k, file, graph, no_children)
+  return { title, perfev_cmd(file, graph, no_children), k,
+           base = BASE and perfev_cmd(file, graph, no_children, BASE) }
 end
 
 local flat, nflat = record("flat.data", false)
 bench("cpu-clock, no callchains", flat, nflat, {
-  { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)), 2 },
-  { "perfev report", perfev_cmd(flat) },
+  { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)) },
+  perfev_run("perfev report", 1, flat),
 })
 if root then
   local g, ng = record("g.data", true)
   bench("cpu-clock -g (children)", g, ng, {
-    { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)), 4 },
-    { "perf report --stdio -g none", ("perf report --stdio -g none -i %s"):format(q(g)), 3 },
-    { "perfev report -g none", perfev_cmd(g, "none") },
-    { "perfev report (with call graphs)", perfev_cmd(g) },
+    { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)) },
+    { "perf report --stdio -g none", ("perf report --stdio -g none -i %s"):format(q(g)) },
+    perfev_run("perfev report -g none", 2, g, "none"),
+    perfev_run("perfev report (with call graphs)", 1, g),
   })
 end
 
@@ -111,10 +136,10 @@ local function small(title, name, workload, secs, samples)
   local file, n = B.record { file = dir .. "/" .. name, perf = "-F 999 -g", workload = workload, secs = secs,
                              samples = samples }
   bench(title, file, n, {
-    { "perf report --stdio", ("perf report --stdio -i %s"):format(q(file)), 3 },
-    { "perf report --stdio --no-children", ("perf report --stdio --no-children -i %s"):format(q(file)), 4 },
-    { "perfev report", perfev_cmd(file) },
-    { "perfev report --no-children", perfev_cmd(file, nil, true) },
+    { "perf report --stdio", ("perf report --stdio -i %s"):format(q(file)) },
+    { "perf report --stdio --no-children", ("perf report --stdio --no-children -i %s"):format(q(file)) },
+    perfev_run("perfev report", 1, file),
+    perfev_run("perfev report --no-children", 2, file, nil, true),
   })
 end
 
