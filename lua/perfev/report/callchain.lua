@@ -218,24 +218,23 @@ end
 
 local function margin(m) return (" "):rep(12 + m) end
 
-local function graph_line(out, depth, mask, m)
+-- The start of every line of a graph's level (depth, mask): the margin
+-- and the columns of the levels above, made once per level.
+local function head_of(depth, mask, m)
   local s = { margin(m) }
-  for i = 0, depth - 1 do s[#s + 1] = mask[i] and "|          " or "           " end
-  out[#out + 1] = table.concat(s) .. "\n"
+  for i = 0, depth - 2 do s[#s + 1] = mask[i] and "|          " or "           " end
+  return table.concat(s)
 end
 
-local function graph_entry(out, p, t, e, depth, mask, first, total, m)
-  local s = { margin(m) }
-  for i = 0, depth - 1 do
-    s[#s + 1] = mask[i] and "|" or " "
-    if first and i == depth - 1 then
-      s[#s + 1] = "--" .. value_text(p, t.total, t.tcount, total) .. "--"
-    else
-      s[#s + 1] = "          "
-    end
+-- One entry of a level: its head, the level's own column (bar: mask's
+-- bit there), the value on a node's first entry, the name.
+local function graph_entry(out, p, t, e, head, bar, first, total)
+  local col = bar and "|" or " "
+  if first then
+    out[#out + 1] = head .. col .. "--" .. value_text(p, t.total, t.tcount, total) .. "--" .. name(e) .. "\n"
+  else
+    out[#out + 1] = head .. col .. "          " .. name(e) .. "\n"
   end
-  s[#s + 1] = name(e)
-  out[#out + 1] = table.concat(s) .. "\n"
 end
 
 local function copy(mask)
@@ -251,12 +250,15 @@ local function graph(out, p, t, total, depth, mask, m)
   local remaining = total
   local new_mask = copy(mask)
   local printed = 0
+  local head = head_of(depth, mask, m)
+  local line = head .. (mask[depth - 1] and "|          " or "           ") .. "\n"
   for j, kid in ipairs(kids) do
     local vals, last = compress(kid)
     remaining = remaining - kid.total
     if j == #kids and (not rel or remaining == 0) then new_mask[depth - 1] = nil end
-    graph_line(out, depth, mask, m)
-    for i, e in ipairs(vals) do graph_entry(out, p, kid, e, depth, new_mask, i == 1, total, m) end
+    out[#out + 1] = line
+    local bar = new_mask[depth - 1]
+    for i, e in ipairs(vals) do graph_entry(out, p, kid, e, head, bar, i == 1, total) end
     local child_mask = copy(new_mask)
     child_mask[depth] = true
     graph(out, p, last, rel and (last.total - last.hit) or total, depth + 1, child_mask, m)
@@ -266,8 +268,7 @@ local function graph(out, p, t, total, depth, mask, m)
   -- (perf 6.1 mallocs its "[...]" symbol without clearing its `inlined`
   -- flag: it prints "[...] (inlined)" when that garbage bit is set)
   if rel and remaining ~= 0 and remaining ~= total then
-    new_mask[depth - 1] = nil
-    graph_entry(out, p, { total = remaining, tcount = 0 }, { label = "[...]" }, depth, new_mask, true, total, m)
+    graph_entry(out, p, { total = remaining, tcount = 0 }, { label = "[...]" }, head, nil, true, total)
   end
 end
 
