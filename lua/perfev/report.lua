@@ -71,7 +71,7 @@ local function row_of(h, sortkeys, s)
     -- perfev.report.callchain's node on LuaJIT's template forwarding
     row = { comm = s.comm, tid = s.tid, pid = s.pid, cpu = s.cpu, e = s.e, level = s.level, trace = s.trace or false,
             period = 0, samples = 0, children_period = 0, stamp = 0, tree = false, max_depth = 0,
-            thread_comm = false, trace_known = false }
+            thread_comm = false, trace_known = false, seen = 0 }
     node[part] = row
     h.rows[#h.rows + 1] = row
   end
@@ -210,7 +210,8 @@ local function add_path(self, h, row, nf, period, n)
     local f, r = {}, {}
     for i = 1, nf do f[i] = F[i] end
     if self.children then for i = 1, nf do r[i] = self.R[i] end end
-    p = { row = row, F = f, R = r, n = nf, period = 0, samples = 0 }
+    -- (stop: its last entry in the call graphs' order, perfev.report.callchain's add)
+    p = { row = row, F = f, R = r, n = nf, period = 0, samples = 0, stop = self.callee and 1 or nf }
     node[PATH] = p
     h.pathlist[#h.pathlist + 1] = p
   end
@@ -220,27 +221,29 @@ end
 
 -- perf's callchain_append of each sample: the whole chain to the sample's
 -- row, and with children the chain from each other row's first frame on
--- to that row (in the callchain order: caller, or callee).
+-- to that row (in the callchain order: caller, or callee). The rows'
+-- trees keep the chains (perfev.report.callchain finds their nodes when
+-- they are printed).
 local function finish_graphs(self, h)
-  for _, p in ipairs(h.pathlist) do
-    local F, R, n = p.F, p.R, p.n
+  for i, p in ipairs(h.pathlist) do
+    local R, n = p.R, p.n
     if n > 0 then
       local from, to, step = 1, n, 1
       if self.callee then from, to, step = n, 1, -1 end
       local row = p.row
-      row.tree = row.tree or callchain.new()
-      callchain.insert(row.tree, F, from, to, step, p.period, p.samples)
-      if n > (row.max_depth or 0) then row.max_depth = n end
+      row.tree = row.tree or callchain.new(step)
+      callchain.add(row.tree, p, from)
+      if n > row.max_depth then row.max_depth = n end
       if self.children then
-        local seen = { [row] = true }
+        row.seen = i          -- the rows this chain was added to
         for k = from, to, step do
           local r = R[k]
-          if not seen[r] then
-            seen[r] = true
-            r.tree = r.tree or callchain.new()
-            callchain.insert(r.tree, F, k, to, step, p.period, p.samples)
+          if r.seen ~= i then
+            r.seen = i
+            r.tree = r.tree or callchain.new(step)
+            callchain.add(r.tree, p, k)
             local depth = (to - k) * step + 1
-            if depth > (r.max_depth or 0) then r.max_depth = depth end
+            if depth > r.max_depth then r.max_depth = depth end
           end
         end
       end

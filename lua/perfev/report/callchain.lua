@@ -2,10 +2,10 @@
 -- tools/perf/util/callchain.c and ui/stdio/hist.c): the parameters, the
 -- tree of one row's callchains, and its text.
 --
--- A row's tree is a trie of entries (perfev.symbols entries: a symbol of
--- a dso, or an unresolved address), one node per frame. perf keeps a
--- path-compressed tree whose nodes end where a chain ends or branches; the
--- trie gives the same nodes when it is cut at the same places (compress).
+-- A row's tree holds chains of entries (perfev.symbols entries: a symbol
+-- of a dso, or an unresolved address). perf keeps a path-compressed tree
+-- whose nodes end where a chain ends or branches; perfev's are the same
+-- nodes, found from the chains when they are printed (see node below).
 local symbols = require "perfev.symbols"
 
 local M = {}
@@ -54,49 +54,123 @@ function M.parse(spec)
   return p
 end
 
--- A trie node: kids by entry and in the order they came (list[1..n]), the
--- period and samples of chains that end here (hit, count) and of all that
--- pass (total, tcount). Every field a node ever gets is set here: LuaJIT
+-- A row's tree is perf's: path-compressed, a node per run of frames
+-- that all its chains share and where none ends but maybe at its last
+-- (vals[1..], e = vals[1]), its kids in the order they came (list[1..n]),
+-- the period and samples of the chains that end at the run's last frame
+-- (hit, count) and of all that pass (total, tcount). The chains are kept
+-- (M.add), and a node finds its kids when first asked for (expand): only
+-- the nodes perf prints are ever expanded. Above the threshold a run is
+-- found by comparing the chains' frames in place; below it (0.5 % of the
+-- event by default) nothing is looked at. A trie of every frame of every
+-- chain of every row was O(rows x frames) tables: on a file of garbage
+-- chains (a program without frame pointers, 127 frames a sample), most
+-- of perfev report's time.
+--
+-- A node holds the chains through it: I[2i - 1] the i-th chain (a table
+-- with F[1..n] entries, period, samples, and stop: the index of its last
+-- entry in the tree's direction), I[2i] the index in its F of the run's
+-- last frame; ni chains. Every field a node ever gets is set here: LuaJIT
 -- 2.1-20230119 (Debian's luajit2, nginx's) forwards a load from a table
 -- built from a constructor template to the template's value after a key
 -- added in the same trace rehashed it (LuaJIT issue 980, fixed upstream in
 -- April 2023): nodes grown that way lost counts and kids at random.
-local function node(e)
-  return { e = e, kids = {}, list = {}, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
-           sorted = false, ordered = false }
-end
-M.new = function() return node(nil) end
-
--- insert(tree, chain, from, to, step, period, samples): the entries
--- chain[from], chain[from + step], ... chain[to] as one callchain.
-function M.insert(tree, chain, from, to, step, period, samples)
-  local nd = tree
-  nd.total, nd.tcount = nd.total + period, nd.tcount + samples
-  for i = from, to, step do
-    local e = chain[i]
-    local kid = nd.kids[e]
-    if not kid then
-      kid = node(e)
-      nd.kids[e] = kid
-      local n = nd.n + 1
-      nd.n = n
-      nd.list[n] = kid
-    end
-    nd = kid
-    nd.total, nd.tcount = nd.total + period, nd.tcount + samples
-  end
-  nd.hit, nd.count = nd.hit + period, nd.count + samples
+local function node(e, step)
+  return { e = e, vals = false, list = false, n = 0, hit = 0, count = 0, total = 0, tcount = 0,
+           sorted = false, ordered = false, step = step, I = {}, ni = 0, expanded = false }
 end
 
--- perf's node: a run of trie nodes that neither end a chain nor branch.
--- Returns the entries of the run and its last trie node.
-local function compress(t)
+-- new([step]) -> an empty tree of chains read in the direction step (1:
+-- from a chain's first entry to its last; -1: from its last to its first).
+M.new = function(step) return node(nil, step or 1) end
+
+-- add(tree, chain, from): the entries chain.F[from], chain.F[from + step],
+-- ... chain.F[chain.stop] (chain.n, or 1 when the tree reads chains from
+-- their last entry) as one callchain of chain.period and chain.samples.
+-- The chain is kept, not copied: it must not change afterwards.
+function M.add(tree, chain, from)
+  local i = tree.ni + 1
+  tree.ni = i
+  local I = tree.I
+  I[2 * i - 1], I[2 * i] = chain, from - tree.step   -- (the root's "last frame" is before the first)
+  tree.total, tree.tcount = tree.total + chain.period, tree.tcount + chain.samples
+end
+
+-- The run of t, whose chains have their first frame at I[2i]: it goes on
+-- while no chain ends and all have the same next frame; I[2i] is moved to
+-- its last frame, and the chains that end there make the hit.
+local function run(t)
+  local I, m2, step = t.I, 2 * t.ni, t.step
   local vals = { t.e }
-  while t.hit == 0 and t.n == 1 do
-    t = t.list[1]
-    vals[#vals + 1] = t.e
+  local d = 0
+  while true do
+    local c = I[1]
+    local k = I[2] + d
+    if k == c.stop then break end
+    local e = c.F[k + step]
+    local same = true
+    for i = 3, m2, 2 do
+      c = I[i]
+      k = I[i + 1] + d
+      if k == c.stop or c.F[k + step] ~= e then
+        same = false
+        break
+      end
+    end
+    if not same then break end
+    d = d + step
+    vals[#vals + 1] = e
   end
-  return vals, t
+  local hit, count = 0, 0
+  for i = 1, m2, 2 do
+    local c = I[i]
+    local k = I[i + 1] + d
+    I[i + 1] = k
+    if k == c.stop then hit, count = hit + c.period, count + c.samples end
+  end
+  t.vals, t.hit, t.count = vals, hit, count
+end
+
+-- The kids of node t, found once from the chains through it, in the
+-- order of their first chains (the order a trie built by inserting the
+-- chains one by one has them); each finds its run when asked (compress).
+local function expand(t)
+  if t.expanded then return t end
+  t.expanded = true
+  if not t.vals and t.e ~= nil then run(t) end
+  local step, I = t.step, t.I
+  local by, list, n = {}, {}, 0
+  for i = 1, 2 * t.ni, 2 do
+    local c = I[i]
+    local k = I[i + 1]
+    if k ~= c.stop then   -- (else the chain ends at t)
+      k = k + step
+      local e = c.F[k]
+      local kid = by[e]
+      if not kid then
+        kid = node(e, step)
+        by[e] = kid
+        n = n + 1
+        list[n] = kid
+      end
+      local j = kid.ni + 1
+      kid.ni = j
+      local KI = kid.I
+      KI[2 * j - 1], KI[2 * j] = c, k
+      kid.total, kid.tcount = kid.total + c.period, kid.tcount + c.samples
+    end
+  end
+  t.list, t.n = list, n
+  t.I = false
+  return t
+end
+
+-- perf's node: a run of frames that neither end a chain nor branch.
+-- Returns the entries of the run and the node (whose kids follow the
+-- run's last frame).
+local function compress(t)
+  if not t.vals then run(t) end
+  return t.vals, t
 end
 
 -- The order perf inserts siblings in: its match_chain order, descending
@@ -118,6 +192,7 @@ end
 -- The kids of t kept (value >= min) in perf's order: larger first, equal
 -- ones in insertion order.
 local function sorted(t, value, min)
+  expand(t)
   local list = {}
   for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
@@ -143,24 +218,23 @@ end
 
 local function margin(m) return (" "):rep(12 + m) end
 
-local function graph_line(out, depth, mask, m)
+-- The start of every line of a graph's level (depth, mask): the margin
+-- and the columns of the levels above, made once per level.
+local function head_of(depth, mask, m)
   local s = { margin(m) }
-  for i = 0, depth - 1 do s[#s + 1] = mask[i] and "|          " or "           " end
-  out[#out + 1] = table.concat(s) .. "\n"
+  for i = 0, depth - 2 do s[#s + 1] = mask[i] and "|          " or "           " end
+  return table.concat(s)
 end
 
-local function graph_entry(out, p, t, e, depth, mask, first, total, m)
-  local s = { margin(m) }
-  for i = 0, depth - 1 do
-    s[#s + 1] = mask[i] and "|" or " "
-    if first and i == depth - 1 then
-      s[#s + 1] = "--" .. value_text(p, t.total, t.tcount, total) .. "--"
-    else
-      s[#s + 1] = "          "
-    end
+-- One entry of a level: its head, the level's own column (bar: mask's
+-- bit there), the value on a node's first entry, the name.
+local function graph_entry(out, p, t, e, head, bar, first, total)
+  local col = bar and "|" or " "
+  if first then
+    out[#out + 1] = head .. col .. "--" .. value_text(p, t.total, t.tcount, total) .. "--" .. name(e) .. "\n"
+  else
+    out[#out + 1] = head .. col .. "          " .. name(e) .. "\n"
   end
-  s[#s + 1] = name(e)
-  out[#out + 1] = table.concat(s) .. "\n"
 end
 
 local function copy(mask)
@@ -176,12 +250,15 @@ local function graph(out, p, t, total, depth, mask, m)
   local remaining = total
   local new_mask = copy(mask)
   local printed = 0
+  local head = head_of(depth, mask, m)
+  local line = head .. (mask[depth - 1] and "|          " or "           ") .. "\n"
   for j, kid in ipairs(kids) do
     local vals, last = compress(kid)
     remaining = remaining - kid.total
     if j == #kids and (not rel or remaining == 0) then new_mask[depth - 1] = nil end
-    graph_line(out, depth, mask, m)
-    for i, e in ipairs(vals) do graph_entry(out, p, kid, e, depth, new_mask, i == 1, total, m) end
+    out[#out + 1] = line
+    local bar = new_mask[depth - 1]
+    for i, e in ipairs(vals) do graph_entry(out, p, kid, e, head, bar, i == 1, total) end
     local child_mask = copy(new_mask)
     child_mask[depth] = true
     graph(out, p, last, rel and (last.total - last.hit) or total, depth + 1, child_mask, m)
@@ -191,8 +268,7 @@ local function graph(out, p, t, total, depth, mask, m)
   -- (perf 6.1 mallocs its "[...]" symbol without clearing its `inlined`
   -- flag: it prints "[...] (inlined)" when that garbage bit is set)
   if rel and remaining ~= 0 and remaining ~= total then
-    new_mask[depth - 1] = nil
-    graph_entry(out, p, { total = remaining, tcount = 0 }, { label = "[...]" }, depth, new_mask, true, total, m)
+    graph_entry(out, p, { total = remaining, tcount = 0 }, { label = "[...]" }, head, nil, true, total)
   end
 end
 
@@ -224,6 +300,7 @@ local function flat_list(p, t, min_hit, path, out)
 end
 
 local function order_kids(t)
+  expand(t)
   local list = {}
   for i = 1, t.n do list[i] = t.list[i] end
   table.sort(list, before)
@@ -240,7 +317,7 @@ end
 -- the event's samples: perf's threshold base), skip_first (perf's
 -- --sort sym...: the row's own symbol is not repeated).
 function M.format(out, tree, p, opts)
-  if p.mode == "none" or tree.n == 0 then return end
+  if p.mode == "none" or expand(tree).n == 0 then return end
   local total = opts.total
   local min_hit = math.floor(opts.event_callchain_total * (p.min_percent / 100))
   local n0 = #out
