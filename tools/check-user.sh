@@ -115,6 +115,19 @@ step "perfev profile -o p.speedscope.json (JSON)" "$WORK" \
 step "perfev profile -o p.pb.gz (go tool pprof)" "$WORK" "perfev profile -o p.pb.gz $APP 0.5 && HOME=$WORK go tool pprof -top p.pb.gz 2>/dev/null | has round_trip"
 step "perfev profile -o p.data (perf report)" "$WORK" "perfev profile -o p.data $APP 0.5 && perf report -i p.data --stdio 2>/dev/null | has round_trip"
 
+# ---- attach: a program already running (doc/attach.md), every Lua here ----
+# rows named by their definition, as the in-process profile names them
+ATT_NAMES_OK=$(printf '%s' "$NAMES_OK" | sed 's/p\.txt/att.txt/')
+for T in lua5.4 lua5.3 lua5.1 luajit; do
+  command -v $T > /dev/null || continue
+  step "perfev profile -p PID -d 2 ($T app.lua, already running)" "$WORK" \
+    "$T $APP 30 > /dev/null & pid=\$!; sleep 1; perfev profile -p \$pid -d 2 -o att.txt; rc=\$?; kill \$pid; test \$rc = 0 && $ATT_NAMES_OK && grep -q round_trip att.txt && grep -q 'Attached to process' att.txt"
+done
+step "perfev profile -p PID -o att.folded; the target goes on" "$WORK" \
+  "$LUA $APP 30 > app.out & pid=\$!; sleep 1; perfev profile -p \$pid -d 1 -o att.folded && kill -0 \$pid && grep -q 'round_trip.*;' att.folded; rc=\$?; kill \$pid; test \$rc = 0"
+step "Ctrl-C in perfev profile -p: 130, profile written" "$WORK" \
+  "$LUA $APP 30 > /dev/null & pid=\$!; sleep 1; $ROOT/tools/ctrl-c.sh 2 perfev profile -p \$pid -o attint.folded; rc=\$?; kill \$pid; test \$rc = 130 && grep -q round_trip attint.folded"
+
 # ---- Ctrl-C ----
 step "Ctrl-C in perfev record: 130, file written" "$WORK" \
   "$ROOT/tools/ctrl-c.sh 2 perfev record -o int.data -- $LUA $APP 30 2> int.txt; test \$? = 130 && grep -q 'Captured and wrote' int.txt && perf report -i int.data --stdio 2>/dev/null | has Samples"
