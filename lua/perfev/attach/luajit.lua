@@ -443,7 +443,7 @@ function State:stack(tid, regs)
     return nil, "g->cur_L is not a thread of this state"
   end
   if not on_thread(self, cur, rsp) then
-    return nil, "thread not running Lua (no VM C frame on its stack)"
+    return nil, "thread not running Lua (no VM C frame on its stack)", "outside"
   end
   local vmstate = self.target:i32(self.g + lay.g_vmstate)
   if not vmstate then return nil, "unreadable vmstate" end
@@ -698,7 +698,7 @@ function M.Universe:stack(tid, regs)
     local cf = cur and gct_of(s, cur) == GCT.thread and on_thread(s, cur, rsp)
     if cf and (not best_cf or cf < best_cf) then best, best_cf = s, cf end
   end
-  if not best then return nil, "thread not running Lua (no VM C frame on its stack)" end
+  if not best then return nil, "thread not running Lua (no VM C frame on its stack)", "outside" end
   return best:stack(tid, regs)
 end
 function M.Universe:close()
