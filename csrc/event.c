@@ -221,7 +221,9 @@ static int l_tostring(lua_State *L)
 static int l_newindex(lua_State *L)
 {
   char clip[PERFEV_CLIP];
-  const char *k = lua_tostring(L, 2);
+  const char *k;
+  perfev_self(L, PERFEV_EVENT_MT);
+  k = lua_tostring(L, 2);
   return luaL_error(L, "perfev.event: cannot set '%s': an event's fields are its methods; "
                        "keep your own values in ev:data()", k ? perfev_clip(k, clip) : "?");
 }

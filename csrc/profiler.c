@@ -494,7 +494,7 @@ static void on_hook(lua_State *L, lua_Debug *ar)
 
 static struct profiler *check_profiler(lua_State *L)
 {
-  return (struct profiler *)luaL_checkudata(L, 1, PROFILER_MT);
+  return (struct profiler *)perfev_self(L, PROFILER_MT);
 }
 
 /* A real-time signal nobody handles: its disposition is SIG_DFL. */

@@ -242,7 +242,7 @@ struct budget_ud {
 
 static struct budget_ud *check_budget(lua_State *L)
 {
-  return (struct budget_ud *)luaL_checkudata(L, 1, BUDGET_MT);
+  return (struct budget_ud *)perfev_self(L, BUDGET_MT);
 }
 
 /* The budget userdata at idx, or NULL (core.profiler_drain's second argument). */

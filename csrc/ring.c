@@ -235,6 +235,7 @@ static int l_records(lua_State *L)
 static int l_samples(lua_State *L)
 {
   int n = lua_gettop(L) - 1;
+  ring_self(L);
   if (n < 1)
     return luaL_error(L, "ring:samples: name the fields (ring:samples(\"ip\", \"tid\", ...))");
   lua_createtable(L, 0, 1);

@@ -19,7 +19,8 @@ local BAD = { true, false, 42, 1.5, -1, "x", "", function() end, {}, { bogus = 1
 
 local function name_of(v)
   if type(v) == "string" then return ("%q"):format(v) end
-  return tostring(v):gsub("0x%x+", "")
+  local ok, s = pcall(tostring, v)   -- a table wearing a class's metatable: its __tostring refuses it
+  return (ok and s or "a " .. type(v) .. " with a class's metatable"):gsub("0x%x+", "")
 end
 
 -- check(what, ok, err): a raise must be clean and located here.
@@ -138,6 +139,109 @@ describe("wrong arguments to the Lua layer", function()
     methods("perfmap", function() return perfmap.open(nil, { path = tmp }) end,
             { "add", "intern", "range", "mmap_record", "flush", "close" })
     os.remove(tmp)
+  end)
+
+  -- Every function of every class of the C core (its metamethods, and its
+  -- methods in __index or __methods), called with a self of another class
+  -- or none: each raises "CLASS: bad self for NAME (expected a CLASS, got
+  -- ...)" at the caller's line, before it reads anything of what it was
+  -- given (issue 20: __tostring(0) of a group's result segfaulted,
+  -- perfdata's __close(io.stdout) overflowed the FILE's heap block, and
+  -- the rest said "bad argument #1 to '?'"). The classes are read from the
+  -- registry, where the core registers each by name, so that a new class
+  -- is swept too; the group's result tables are tables of one metatable
+  -- per group.
+  describe("C methods and metamethods with a wrong self", function()
+    local CLASSES = { "perfev.attr", "perfev.event", "perfev.ring", "perfev.aux", "perfev.group_reader",
+                      "perfev.perfdata.reader", "perfev.profiler", "perfev.profiler_budget",
+                      "perfev.kallsyms", "perfev.decoder" }
+
+    local function registry_classes()
+      local found = {}
+      for k, v in pairs(debug.getregistry()) do
+        if type(k) == "string" and k:match("^perfev%.") and type(v) == "table" and rawget(v, "__name") == k then
+          found[k] = v
+        end
+      end
+      return found
+    end
+
+    -- name -> function: the metamethods, then the methods
+    local function functions_of(mt)
+      local fns = {}
+      for _, t in ipairs { mt, type(mt.__index) == "table" and mt.__index or {},
+                           type(mt.__methods) == "table" and mt.__methods or {} } do
+        for k, v in pairs(t) do
+          if type(v) == "function" and fns[k] == nil then fns[k] = v end
+        end
+      end
+      return fns
+    end
+
+    -- of_tables: the class's instances are tables (a group's results)
+    local function wrong_selves(mt, others, of_tables)
+      local selves = {}
+      for _, v in ipairs(BAD) do selves[#selves + 1] = v end
+      for _, v in ipairs(others) do
+        if getmetatable(v) ~= mt then selves[#selves + 1] = v end
+      end
+      -- a table wearing a userdata class's own metatable: no userdata behind it
+      if not of_tables then selves[#selves + 1] = setmetatable({}, mt) end
+      return selves
+    end
+
+    local function sweep_class(cname, mt, others, of_tables)
+      local calls = 0
+      for fname, fn in pairs(functions_of(mt)) do
+        for _, bad in ipairs(wrong_selves(mt, others, of_tables)) do
+          local what = ("%s %s(%s)"):format(cname, fname, name_of(bad))
+          local ok, err = pcall(fn, bad, "x", 1)
+          if fname == "__eq" and ok then
+            assert.is_false(err, what)   -- an attr is equal to no other value
+          else
+            assert.is_false(ok, what .. ": accepted")
+            check(what, ok, err)
+            assert.truthy(err:find("bad self for " .. fname, 1, true), what .. ": " .. err)
+          end
+          calls = calls + 1
+        end
+        -- and no self at all
+        local ok, err = pcall(fn)
+        assert.is_false(ok, cname .. " " .. fname .. "()")
+        check(cname .. " " .. fname .. "()", ok, err)
+      end
+      return calls
+    end
+
+    it("every class the core registers", function()
+      local classes = registry_classes()
+      for _, name in ipairs(CLASSES) do
+        assert.is_table(classes[name], name .. " is not in the registry")
+      end
+      local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
+      local ring = assert(ev:mmap(1))
+      local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+      local others = { ev, ring, perfev.attr {}, f.r, io.stdout }
+      local calls = 0
+      for name, mt in pairs(classes) do
+        calls = calls + sweep_class(name, mt, others)
+      end
+      assert.is_true(calls > 1000, "calls " .. calls)
+      f:close(); ring:close(); ev:close()
+    end)
+
+    it("a group's result tables", function()
+      for _, events in ipairs { { "task-clock", "page-faults" }, { "task-clock", "duration_time" } } do
+        local g = assert(perfev.group(events))
+        local r = g:measure(function() end)
+        local mt = getmetatable(r)
+        assert.is_table(mt, table.concat(events, ","))
+        sweep_class("result", mt, { setmetatable({}, {}), g }, true)
+        assert.equal(r[1], r["task-clock"])
+        assert.matches("^perfev.group.result%(task%-clock = %d+", tostring(r))
+        g:close()
+      end
+    end)
   end)
 
   it("names the field, the option, the event and what is closest", function()
