@@ -44,7 +44,9 @@ struct chain_link {
 };
 
 struct profiler {
-  int fd;                             /* the event's fd (the event userdata owns it) */
+  int fd;                             /* our own dup of the event's fd: the event
+                                       * userdata may be closed under a running
+                                       * profiler, this one is closed by __gc */
   struct perfev_ring *ring;           /* its ring (kept alive by the uservalue) */
   int signo, running, ref;
   int names;                          /* registry ref: function -> name found, or false */
@@ -550,15 +552,21 @@ static int route_signal(int fd, int signo, const struct perfev_ring *r)
 }
 
 /* Stops the signals and takes those already queued, with the handler still
- * ours (after it is gone, a queued real-time signal would kill the process). */
+ * ours (after it is gone, a queued real-time signal would kill the process).
+ * Where the signals could not be stopped (the event still enabled, or still
+ * routed), our handler stays: with no profiler active it ignores them. */
 static int quiesce(struct profiler *p)
 {
-  int err = 0;
-  if (ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0) != 0)
+  int err = 0, stopped = 1;
+  if (ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0) != 0) {
     err = errno;
+    stopped = 0;
+  }
   int fl = fcntl(p->fd, F_GETFL);
-  if (fl < 0 || (!p->sigtrap && fcntl(p->fd, F_SETFL, fl & ~O_ASYNC) != 0))
+  if (fl < 0 || (!p->sigtrap && fcntl(p->fd, F_SETFL, fl & ~O_ASYNC) != 0)) {
     err = err ? err : errno;
+    stopped = stopped && p->sigtrap;   /* sigtrap's signal stops with the event */
+  }
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, p->signo);
@@ -567,7 +575,7 @@ static int quiesce(struct profiler *p)
   struct timespec zero = { 0, 0 };
   while (sigtimedwait(&set, NULL, &zero) == p->signo)
     ;
-  if (sigaction(p->signo, &p->old_action, NULL) != 0)
+  if (stopped && sigaction(p->signo, &p->old_action, NULL) != 0)
     err = err ? err : errno;
   if (pthread_sigmask(SIG_SETMASK, &old, NULL) != 0)
     err = err ? err : EINVAL;
@@ -752,6 +760,10 @@ static int l_gc(lua_State *L)
   prof_agg_free(&p->taken);
   luaL_unref(L, LUA_REGISTRYINDEX, p->names);
   p->names = LUA_NOREF;
+  if (p->fd >= 0) {
+    close(p->fd);
+    p->fd = -1;
+  }
   return 0;
 }
 
@@ -865,15 +877,20 @@ static int l_new(lua_State *L)
     return luaL_argerror(L, 2, "a forward, writable ring is needed");
   struct profiler *p = (struct profiler *)perfev_newuserdata(L, sizeof *p);
   memset(p, 0, sizeof *p);
-  p->fd = ev->fd;
+  p->fd = -1;
+  p->ref = LUA_NOREF;
+  p->names = LUA_NOREF;
+  luaL_setmetatable(L, PROFILER_MT);       /* __gc from here on: it closes p->fd */
+  /* Our own fd for the event: whoever closes the event's (ev:close() while
+   * the profiler runs), p:stop() can still disable it and stop its signal */
+  p->fd = fcntl(ev->fd, F_DUPFD_CLOEXEC, 0);
+  if (p->fd < 0)
+    return luaL_error(L, "perfev.profile: cannot duplicate the event's fd: %s", strerror(errno));
   p->ring = r;
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
   p->native = (st & PERF_SAMPLE_CALLCHAIN) != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
-  prof_budget_init(&p->budget, ev->fd, &ev->attr, bound);
-  p->ref = LUA_NOREF;
-  p->names = LUA_NOREF;
-  luaL_setmetatable(L, PROFILER_MT);
+  prof_budget_init(&p->budget, p->fd, &ev->attr, bound);
   lua_newtable(L);                         /* the names found, weak keys */
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "k");
