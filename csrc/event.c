@@ -40,7 +40,7 @@ int perfev_event_push(lua_State *L, int fd, const struct perfev_attr *a)
 
 /* ---- ioctls, as data: request, and how the Lua argument becomes its argument ---- */
 
-enum ioc_arg { ARG_GROUP, ARG_INT, ARG_U64, ARG_BOOL };
+enum ioc_arg { ARG_GROUP, ARG_INT, ARG_COUNT, ARG_U64, ARG_BOOL };
 
 struct ioc_spec {
   const char *name;
@@ -52,7 +52,7 @@ static const struct ioc_spec ioctls[] = {
   { "enable", PERF_EVENT_IOC_ENABLE, ARG_GROUP },
   { "disable", PERF_EVENT_IOC_DISABLE, ARG_GROUP },
   { "reset", PERF_EVENT_IOC_RESET, ARG_GROUP },
-  { "refresh", PERF_EVENT_IOC_REFRESH, ARG_INT },
+  { "refresh", PERF_EVENT_IOC_REFRESH, ARG_COUNT },   /* overflows before it disables: 0 is undefined */
   { "period", PERF_EVENT_IOC_PERIOD, ARG_U64 },
   { "set_bpf", PERF_EVENT_IOC_SET_BPF, ARG_INT },
   { "pause_output", PERF_EVENT_IOC_PAUSE_OUTPUT, ARG_BOOL },
@@ -69,10 +69,14 @@ static int l_ioctl(lua_State *L)
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? PERF_IOC_FLAG_GROUP : 0);
     break;
   case ARG_INT:
+  case ARG_COUNT: {
     luaL_checkinteger(L, 2);
-    r = ioctl(ev->fd, s->req, perfev_int_arg(L, 2, 0, lua_pushfstring(L, "ev:%s", s->name),
-                                             "argument"));
+    int v = perfev_int_arg(L, 2, 0, lua_pushfstring(L, "ev:%s", s->name), "argument");
+    if (s->arg == ARG_COUNT && v < 1)
+      return luaL_error(L, "ev:%s: the count must be a positive integer, got %d", s->name, v);
+    r = ioctl(ev->fd, s->req, v);
     break;
+  }
   case ARG_BOOL:
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? 1 : 0);
     break;

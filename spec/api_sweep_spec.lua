@@ -244,6 +244,70 @@ describe("wrong arguments to the Lua layer", function()
     end)
   end)
 
+  -- Wrong values that were accepted without a word (issue 20, item 9).
+  describe("values once accepted silently", function()
+    local function raises(f, want, what)
+      local ok, err = pcall(f)
+      assert.is_false(ok, what .. ": accepted")
+      check(what, ok, err)
+      assert.truthy(err:find(want, 1, true), what .. ": " .. err)
+    end
+
+    it("resty.new with unknown options returns nil and the message (it made an instance of defaults)", function()
+      local resty = require "perfev.resty"
+      local inst, err = resty.new { evnts = { "page-faults" } }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: unknown option 'evnts' (did you mean 'events'?)", err)
+      inst, err = resty.new { dcit = "x" }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: unknown option 'dcit' (did you mean 'dict'?)", err)
+      inst, err = resty.new { prefix = 42 }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: option 'prefix' must be a string, got integer 42", err)
+    end)
+
+    it("perfmap:intern and add refuse a name holding a NUL (it went into the map)", function()
+      local path = os.tmpname()
+      local m = assert(perfmap.open(nil, { path = path }))
+      raises(function() return m:intern("a\0b") end, "without a newline or a NUL", "intern")
+      raises(function() return m:add(0x1000, 16, "\0") end, "without a newline or a NUL", "add")
+      assert.is_number(m:intern("ab"))
+      m:close()
+      local text = assert(u.read_file(path))
+      os.remove(path)
+      assert.is_nil(text:find("\0", 1, true))
+      assert.equal(1, select(2, text:gsub("\n", "")))
+    end)
+
+    it("g:event of a position that is not a member's raises (it returned nil)", function()
+      local g = assert(perfev.group { "task-clock", "page-faults" })
+      for _, k in ipairs { 1.5, 0 / 0, -1, 2 ^ 64, 0, 3, math.huge } do
+        raises(function() return g:event(k) end, "a position must be an integer from 1 to 2", tostring(k))
+      end
+      assert.equal(g:event("page-faults"), g:event(2))
+      assert.equal("task-clock", g:event(1):name())
+      g:close()
+    end)
+
+    it("profile methods called with '.' raise naming the method (p.stop('x') returned 'x')", function()
+      local p = assert(perfev.profile {})
+      raises(function() return p.stop("x") end, "perfev.profile: bad self for stop", "p.stop('x')")
+      raises(function() return p.start() end, "perfev.profile: bad self for start", "p.start()")
+      raises(function() return p.write(42, "x.svg") end, "perfev.profile: bad self for write", "p.write(42)")
+      assert.equal(p, p:start():stop())
+      p:close()
+    end)
+
+    it("ev:refresh takes a positive count (refresh(-1) returned true)", function()
+      local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
+      for _, n in ipairs { -1, 0 } do
+        raises(function() return ev:refresh(n) end, "ev:refresh: the count must be a positive integer", tostring(n))
+      end
+      assert.is_true(ev:refresh(1))
+      ev:close()
+    end)
+  end)
+
   it("names the field, the option, the event and what is closest", function()
     local cases = {
       { function() return perfev.attr { sample_perod = 1 } end,

@@ -82,6 +82,8 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
+local OPTIONS = { events = "table", dict = "string", prefix = "string", label = "function" }
+
 -- resty.new{ events =, dict =, prefix =, label = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
@@ -93,6 +95,8 @@ end
 function _M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then return nil, "perfev.resty: options must be a table" end
+  local known, why = pcall(options.check, opts, OPTIONS, "perfev.resty")
+  if not known then return nil, options.strip_where(why) end
   local events = opts.events or _M.DEFAULT_EVENTS
   if type(events) ~= "table" or #events == 0 then return nil, "perfev.resty: option 'events' must be a list" end
   local dict
