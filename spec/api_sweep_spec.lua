@@ -201,7 +201,12 @@ describe("wrong arguments to the Lua layer", function()
           else
             assert.is_false(ok, what .. ": accepted")
             check(what, ok, err)
-            assert.truthy(err:find("bad self for " .. fname, 1, true), what .. ": " .. err)
+            -- named by this name or another of the same function's (__close = close)
+            local named = false
+            for alias, other in pairs(functions_of(mt)) do
+              named = named or (other == fn and err:find("bad self for " .. alias .. " ", 1, true) ~= nil)
+            end
+            assert.is_true(named, what .. ": " .. err)
           end
           calls = calls + 1
         end
@@ -228,6 +233,36 @@ describe("wrong arguments to the Lua layer", function()
       end
       assert.is_true(calls > 1000, "calls " .. calls)
       f:close(); ring:close(); ev:close()
+    end)
+
+    -- The Lua layer's classes the same way (issue 20: their __tostring
+    -- with a wrong self raised "attempt to index", profile methods called
+    -- with '.' "attempt to index a nil value (field 'engine')").
+    it("every Lua-written class: its metamethods and methods", function()
+      local tmp = os.tmpname()
+      local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+      local objects = {
+        group = assert(perfev.group { "task-clock", "page-faults" }),
+        tool = assert(perfev.open("duration_time")),
+        sampler = assert(perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 }),
+        perfmap = assert(perfmap.open(nil, { path = tmp })),
+        ["perfdata.file"] = f,
+        ["perfdata.writer"] = assert(pd.create(tmp .. ".data", f)),
+        profile = assert(perfev.profile {}),
+        report = assert(require("perfev.report").open("spec/fixtures/perfdata/small.data")),
+      }
+      local others = {}
+      for _, o in pairs(objects) do others[#others + 1] = o end
+      local calls = 0
+      for name, o in pairs(objects) do
+        calls = calls + sweep_class(name, getmetatable(o), others, true)
+      end
+      assert.is_true(calls > 1000, "calls " .. calls)
+      for _, o in pairs(objects) do
+        local close = getmetatable(o).close
+        if close then close(o) end
+      end
+      os.remove(tmp); os.remove(tmp .. ".data")
     end)
 
     it("a group's result tables", function()
@@ -305,6 +340,43 @@ describe("wrong arguments to the Lua layer", function()
       end
       assert.is_true(ev:refresh(1))
       ev:close()
+    end)
+  end)
+
+  -- Messages that pointed inside perfev (issue 20, item 8).
+  describe("messages located in the caller's code, not in perfev's", function()
+    it("perfev report of a truncated recording names the file, no line of perfev's", function()
+      -- perf's header of an interrupted recording: data size 0 (read to
+      -- the end), and the file cut inside its last record
+      local src = assert(u.read_file("spec/fixtures/perfdata/small.data"))
+      local function u64(at) local v = 0 for i = 8, 1, -1 do v = v * 256 + src:byte(at + i) end return v end
+      local off, size = u64(40), u64(48)
+      local path = os.tmpname()
+      local out = assert(io.open(path, "wb"))
+      out:write(src:sub(1, 48), ("\0"):rep(8), src:sub(57, off + size - 10))
+      out:close()
+      local cmd = ("%s%s bin/perfev report -i %s 2>&1; echo \"exit=$?\""):format(u.lua_env(), u.lua_interpreter(), path)
+      local text = u.sh(cmd)
+      os.remove(path)
+      assert.matches("^perfev report: " .. path:gsub("%p", "%%%0") .. ": the data ends inside the record at "
+                     .. "offset %d+ %(type %d+, size %d+%): the file is truncated\nexit=1\n$", text)
+    end)
+
+    it("perfev.resty outside nginx says it needs ngx_lua (it was \"attempt to index ... global 'ngx'\")", function()
+      if rawget(_G, "ngx") then pending("runs inside nginx: ngx is there") return end
+      local resty = require "perfev.resty"
+      local inst = assert(resty.new {})
+      for what, f in pairs {
+        init = function() return resty.init { dict = "perfev" } end,
+        start = function() return inst:start() end,
+        serve = function() return resty.serve() end,
+      } do
+        local ok, err = pcall(f)
+        assert.is_false(ok, what)
+        check(what, ok, err)
+        assert.matches("perfev.resty: ngx%.%a+ is not there: perfev.resty runs inside nginx, with ngx_lua", err)
+      end
+      inst:close()
     end)
   end)
 

@@ -357,6 +357,7 @@ function Group:names()
 end
 
 function Group:__tostring()
+  options.self(self, Group, "perfev.group", "__tostring")
   return ("perfev.group(%s%s%s)"):format(table.concat(self.labels, ", "), self.split and ", split" or "",
                                         self.is_closed and ", closed" or "")
 end

@@ -146,6 +146,7 @@ Map.__close = Map.close
 Map.__gc = Map.close
 
 function Map:__tostring()
+  options.self(self, Map, "perfev.perfmap", "__tostring")
   return ("perfev.perfmap (%s, %d lines%s)"):format(self.path, self.n, self.f and "" or ", closed")
 end
 

@@ -19,6 +19,13 @@ local perfev = require "perfev"
 local options = require "perfev.options"
 local fs = require "perfev.fs"
 
+-- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
+-- rather than "attempt to index a nil value (global 'ngx')".
+local ngx = rawget(_G, "ngx") or setmetatable({}, { __index = function(_, k)
+  options.raisef("perfev.resty: ngx.%s is not there: perfev.resty runs inside nginx, with ngx_lua "
+                 .. "(OpenResty, or nginx's lua module), not in a plain Lua", tostring(k))
+end })
+
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
