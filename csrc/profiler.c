@@ -67,6 +67,8 @@ struct profiler {
   struct prof_agg taken;               /* what the last p:take() returned (swapped out) */
   struct prof_budget budget;          /* the bound on the profiler's own cost */
   volatile sig_atomic_t in_hook;      /* the hook charges the budget: the handler leaves it */
+  _Atomic uint64_t arm_ns;            /* the handler's arming, CPU ns not charged yet */
+  uint64_t arm_cost;                  /* and charged so far (p:read().arm_cost) */
 };
 
 /* The profiler running on this thread. A signal handler receives no
@@ -116,6 +118,9 @@ static unsigned long perf_data(const siginfo_t *si)
  * (the hook's own time), at now. */
 static void charge(struct profiler *p, uint64_t cost, uint64_t now)
 {
+  uint64_t armed = atomic_exchange(&p->arm_ns, 0);
+  p->arm_cost += armed;   /* charge() never nests: the handler leaves it to a running hook */
+  cost += armed;
   uint64_t n = p->signals - p->budget.charged_signals;
   p->budget.charged_signals = p->signals;
   prof_budget_charge(&p->budget, cost + n * (p->budget.signal_ns + p->budget.irq_ns), now);
@@ -153,11 +158,23 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     return;
   }
   p->signals++;
+  /* Arming costs what lua_sethook costs: on Lua 5.4 it marks every Lua
+   * frame of T's stack (settraps), a cost that grows with the depth of the
+   * stack, not with what a sample records (150,000 frames deep: a
+   * millisecond, more than the period; the thread did nothing but take
+   * signals). So a hook armed already is not armed again, and the arming's
+   * CPU time is charged to the budget, which lowers the rate to keep the
+   * profiler within its share, however deep the stack. */
+  lua_State *T = atomic_load(&p->current);
+  if (T && atomic_load(&p->armed) != T) {
+    uint64_t t0 = prof_budget_now();
+    arm(p, T);
+    uint64_t t1 = prof_budget_now();
+    if (t1 > t0)
+      atomic_fetch_add(&p->arm_ns, t1 - t0);
+  }
   if (!p->in_hook && p->signals - p->budget.charged_signals >= SIGNALS_CHARGED)
     charge(p, 0, prof_budget_now());
-  lua_State *T = atomic_load(&p->current);
-  if (T)
-    arm(p, T);
   errno = saved;
 }
 
@@ -668,7 +685,8 @@ static int l_stop(lua_State *L)
 
 /* p:read() -> { frames = { {name, source, linedefined, line, what} ... },
  *               stacks = { {frame ids, root first; weight, samples} ... },
- *               signals, hooks, samples, lost, weight, unattributed, truncated, signal } */
+ *               signals, hooks, samples, lost, weight, unattributed, truncated, signal,
+ *               arm_cost (CPU ns the signal handler spent arming the hook) } */
 static void push_read(lua_State *L, const struct profiler *p, const struct prof_agg *agg)
 {
   prof_agg_push(L, agg);
@@ -679,6 +697,7 @@ static void push_read(lua_State *L, const struct profiler *p, const struct prof_
   perfev_set_u64(L, "weight", p->weight);
   perfev_set_u64(L, "unattributed", p->unattributed);
   perfev_set_u64(L, "truncated", p->truncated);
+  perfev_set_u64(L, "arm_cost", p->arm_cost);
   perfev_set_u64(L, "signal", (uint64_t)p->signo);
   prof_budget_push(L, &p->budget);
 }
@@ -699,6 +718,7 @@ static void swap_out(struct profiler *p, struct prof_agg *out)
   *out = p->agg;
   memset(&p->agg, 0, sizeof p->agg);
   p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
+  p->arm_cost = 0;
   p->oom = 0;
 }
 

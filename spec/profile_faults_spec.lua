@@ -9,7 +9,8 @@ local function child(code)
   local f = assert(io.open(tmp, "w"))
   f:write(code)
   f:close()
-  local out, ok = u.sh(("%s%s %s 2>&1"):format(u.lua_env(), u.lua_interpreter(), tmp))
+  -- a runaway child (a livelocked profiler) is killed: a failure, not a hang
+  local out, ok = u.sh(("%stimeout -s KILL 120 %s %s 2>&1"):format(u.lua_env(), u.lua_interpreter(), tmp))
   os.remove(tmp)
   return out, ok
 end
@@ -57,5 +58,75 @@ print("survived")
 ]])
     assert.is_true(ok, out)
     assert.matches("survived", out, 1, true)
+  end)
+end)
+
+-- A recursion n deep under a loop of n2 iterations: the stack of every
+-- sample is n + 2 frames deep (issue 20's f and spin).
+local DEEP = [[
+local function spin(n) local x = 0 for i = 1, n do x = x + i % 7 end return x end
+local function f(n, m) if n == 0 then return spin(m) end return f(n - 1, m) + 1 end
+]]
+
+describe("perfev.profile on a deep stack", function()
+  local JIT = rawget(_G, "jit") ~= nil
+
+  -- perf keeps a callchain cut at sample_max_stack: the leaf frames, and
+  -- the cut marked. These samples were counted outside the profiled
+  -- function (p:run(f, 1000): samples 0, outside_samples 100; LuaJIT 1, 96).
+  it("a stack deeper than the engine records is cut at its root end, marked, and kept", function()
+    local spin, f = assert(load(DEEP .. "return spin, f"))()
+    assert.is_function(spin)
+    local perfev = require "perfev"
+    local p = assert(perfev.profile { freq = 1000 })
+    local was = perfev.on_warning(false)   -- the rate lowered: said, not asserted here
+    p:run(f, 1000, JIT and 3e8 or 2e7)
+    perfev.on_warning(was)
+    local r = p:profile()
+    p:close()
+    assert.truthy(r.samples >= 10, "samples " .. r.samples)
+    assert.equal(0, r.outside_samples)
+    assert.truthy(r.truncated >= r.samples * 0.9, r.truncated .. " truncated")
+    local cut = 0
+    for _, s in ipairs(r.stacks) do
+      local root, leaf = r.frames[s.frames[1]], r.frames[s.frames[#s.frames]]
+      assert.truthy(leaf.name == "spin" or leaf.name == "f", leaf.name)
+      if root.what == "truncated" then
+        cut = cut + s.samples
+        assert.equal(512, #s.frames)               -- 511 frames from the leaf, and the mark
+        for i = 2, #s.frames - 1 do assert.equal("f", r.frames[s.frames[i]].name) end
+      else                                         -- taken less deep: fn's whole stack, from f
+        assert.equal("f", root.name)
+      end
+    end
+    assert.truthy(cut >= r.samples * 0.9, ("%d of %d samples cut"):format(cut, r.samples))
+  end)
+
+  -- Arming the hook costs what lua_sethook costs: on Lua 5.4 it marks
+  -- every frame of the stack. 190,000 frames deep at 4 kHz that took a
+  -- period or more per signal: the run never returned (the thread took
+  -- signals and nothing else). The handler arms a hook once until it runs
+  -- and charges its own time to the budget (p.raw.arm_cost), which lowers
+  -- the rate within max_overhead. What is asserted: the run ends, the cost
+  -- is accounted, and the profiler's accounted share is within the bound.
+  it("190,000 frames deep at 4 kHz: the run ends, the arming is charged, the share stays bounded", function()
+    if JIT then pending("LuaJIT's engine is jit.profile's sampler (no hook to arm)") return end
+    local out, ok = child(DEEP .. [[
+local perfev = require "perfev"
+perfev.on_warning(false)
+local p = assert(perfev.profile { freq = 4000 })
+p:run(f, 190000, 3e6)
+local r = p:profile()
+io.write(("samples=%d outside=%d truncated=%d arm_cost=%s cost=%.0f cpu=%.0f\n"):format(
+  r.samples, r.outside_samples, r.truncated, tostring(p.raw.arm_cost), r.cost or -1, r.cpu or -1))
+]])
+    assert.is_true(ok, out)
+    local t = {}
+    for k, v in out:gmatch("(%a+_?%a*)=(%S+)") do t[k] = tonumber(v) end
+    assert.truthy(t.samples and t.samples > 0, out)
+    assert.equal(0, t.outside, out)
+    assert.truthy(t.truncated > 0, out)   -- the samples of the descent and the return are shallower
+    assert.truthy(t.arm_cost and t.arm_cost > 0, out)
+    assert.truthy(t.cpu > 0 and t.cost / t.cpu <= 0.35, out)
   end)
 end)
