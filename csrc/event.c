@@ -199,7 +199,9 @@ void perfev_event_close(struct perfev_event *ev)
 
 static int l_gc(lua_State *L)
 {
-  perfev_event_close((struct perfev_event *)perfev_self(L, PERFEV_EVENT_MT));
+  struct perfev_event *ev = (struct perfev_event *)perfev_self(L, PERFEV_EVENT_MT);
+  if (ev)   /* NULL: a finalizer given another self (perfev_self) */
+    perfev_event_close(ev);
   return 0;
 }
 

@@ -667,7 +667,7 @@ static int l_reader(lua_State *L)
 static int l_gc(lua_State *L)
 {
   struct pd_reader *r = (struct pd_reader *)perfev_self(L, PD_READER_MT);
-  if (!r->closed)
+  if (r && !r->closed)   /* NULL: __gc given another self (perfev_self) */
     release(r);
   return 0;
 }

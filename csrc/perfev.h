@@ -117,7 +117,9 @@ struct perfev_event *perfev_event_self(lua_State *L);
  * a class of tables (never a registered userdata class: a group's result
  * tables), else it raises at the caller's line "tname: bad self for
  * METHOD (expected a tname, got ...)", naming the method: whatever is
- * passed (a number, another class, a file), nothing is read from it. */
+ * passed (a number, another class, a file), nothing is read from it.
+ * In the class's __gc alone it returns NULL instead (a finalizer never
+ * raises): a __gc returns at once on NULL. */
 void *perfev_self_slow(lua_State *L, const char *tname);
 static inline void *perfev_self(lua_State *L, const char *tname)
 {

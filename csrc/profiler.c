@@ -775,6 +775,8 @@ static int l_running(lua_State *L)
 static int l_gc(lua_State *L)
 {
   struct profiler *p = check_profiler(L);
+  if (!p)   /* __gc given another self (perfev_self) */
+    return 0;
   stop(L, p);
   prof_agg_free(&p->agg);
   prof_agg_free(&p->taken);

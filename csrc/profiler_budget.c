@@ -276,7 +276,7 @@ static int l_budget(lua_State *L)
 static int l_gc(lua_State *L)
 {
   struct budget_ud *u = check_budget(L);
-  if (u->b.fd >= 0) {
+  if (u && u->b.fd >= 0) {   /* NULL: __gc given another self (perfev_self) */
     close(u->b.fd);
     u->b.fd = -1;
   }

@@ -474,7 +474,9 @@ static int l_close(lua_State *L)
 
 static int l_gc(lua_State *L)
 {
-  ring_unmap((struct perfev_ring *)perfev_self(L, PERFEV_RING_MT));
+  struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  if (r)   /* NULL: __gc given another self (perfev_self) */
+    ring_unmap(r);
   return 0;
 }
 

@@ -172,7 +172,11 @@ static void push_got(lua_State *L, int idx)
   lua_pushstring(L, t == LUA_TNONE ? "no value" : lua_typename(L, t));
 }
 
-/* Raises the bad-self error of perfev_self, naming the function running. */
+/* Raises the bad-self error of perfev_self, naming the function running;
+ * returns (nothing pushed) when that is the class's __gc: a finalizer
+ * never raises (Lua 5.3 passes a finalizer's error on to whatever code runs
+ * when the collector does: a table given a class's metatable would break
+ * unrelated code when collected), its caller does nothing with NULL. */
 static int bad_self(lua_State *L, const char *tname)
 {
   lua_Debug ar;
@@ -192,6 +196,10 @@ static int bad_self(lua_State *L, const char *tname)
   if (name_in_class(L, mt, fn) || name_in_class(L, mt + 1, fn)) {
     const char *m = lua_tostring(L, -1);
     int meta = m[0] == '_' && m[1] == '_';
+    if (strcmp(m, "__gc") == 0) {
+      lua_settop(L, top);
+      return 0;
+    }
     lua_pushfstring(L, "%s: bad self for %s (expected a %s, got ", tname, m, tname);
     lua_pushvalue(L, got);
     lua_pushfstring(L, meta ? ")" : "): call it as obj:%s(...)", m);

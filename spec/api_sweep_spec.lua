@@ -198,6 +198,11 @@ describe("wrong arguments to the Lua layer", function()
           local ok, err = pcall(fn, bad, "x", 1)
           if fname == "__eq" and ok then
             assert.is_false(err, what)   -- an attr is equal to no other value
+          elseif fname == "__gc" and ok then
+            -- a finalizer never raises (Lua 5.3 passes its error on to
+            -- whatever runs when the collector does): another self is left
+            -- alone, read nothing from
+            assert.is_nil(err, what)
           else
             assert.is_false(ok, what .. ": accepted")
             check(what, ok, err)
@@ -212,8 +217,10 @@ describe("wrong arguments to the Lua layer", function()
         end
         -- and no self at all
         local ok, err = pcall(fn)
-        assert.is_false(ok, cname .. " " .. fname .. "()")
-        check(cname .. " " .. fname .. "()", ok, err)
+        if not (fname == "__gc" and ok) then
+          assert.is_false(ok, cname .. " " .. fname .. "()")
+          check(cname .. " " .. fname .. "()", ok, err)
+        end
       end
       return calls
     end

@@ -551,7 +551,7 @@ end
 
 W.__close = W.close
 W.__gc = function(self)
-  options.self(self, W, "perfev.perfdata.writer", "__gc")
+  if getmetatable(self) ~= W then return end   -- a finalizer never raises (another self: nothing to do)
   if not self.closed then pcall(W.close, self) end
 end
 
