@@ -331,6 +331,7 @@ static void push_field(lua_State *L, int aidx, const struct perfev_field *f)
 static int l_attr_index(lua_State *L)
 {
   const struct perfev_field *f;
+  perfev_self(L, PERFEV_ATTR_MT);
   luaL_getmetafield(L, 1, "__methods");
   lua_pushvalue(L, 2);
   lua_rawget(L, -2);
@@ -343,6 +344,7 @@ static int l_attr_index(lua_State *L)
 
 static int l_attr_newindex(lua_State *L)
 {
+  perfev_self(L, PERFEV_ATTR_MT);
   set_field(L, 1, field_check(L, 2), 3);
   return 0;
 }
@@ -370,7 +372,7 @@ static int alias_preferred(const struct perfev_attr *a, const struct perfev_fiel
 
 static int l_attr_table(lua_State *L)
 {
-  struct perfev_attr *a = perfev_attr_check(L, 1);
+  struct perfev_attr *a = (struct perfev_attr *)perfev_self(L, PERFEV_ATTR_MT);
   lua_newtable(L);
   for (size_t i = 0; i < perfev_attr_nfields; i++) {
     const struct perfev_field *f = &perfev_attr_fields[i];
@@ -387,14 +389,14 @@ static int l_attr_table(lua_State *L)
 
 static int l_attr_clone(lua_State *L)
 {
-  perfev_attr_check(L, 1);
+  perfev_self(L, PERFEV_ATTR_MT);
   perfev_attr_from(L, 1);
   return 1;
 }
 
 static int l_attr_bytes(lua_State *L)
 {
-  struct perfev_attr *a = perfev_attr_check(L, 1);
+  struct perfev_attr *a = (struct perfev_attr *)perfev_self(L, PERFEV_ATTR_MT);
   lua_pushlstring(L, (const char *)a->raw, sizeof a->raw);
   return 1;
 }
@@ -409,10 +411,15 @@ static int l_attr_fields(lua_State *L)
   return 1;
 }
 
+/* a == b: the same bytes; an attr is never equal to another class's
+ * userdata (Lua calls __eq for any two userdata, one of them an attr) */
 static int l_attr_eq(lua_State *L)
 {
-  struct perfev_attr *a = perfev_attr_check(L, 1), *b = perfev_attr_check(L, 2);
-  lua_pushboolean(L, memcmp(a->raw, b->raw, sizeof a->raw) == 0);
+  const struct perfev_attr *a = (const struct perfev_attr *)luaL_testudata(L, 1, PERFEV_ATTR_MT);
+  const struct perfev_attr *b = (const struct perfev_attr *)luaL_testudata(L, 2, PERFEV_ATTR_MT);
+  if (!a && !b)
+    perfev_self(L, PERFEV_ATTR_MT);   /* called by hand with neither: raises */
+  lua_pushboolean(L, a && b && memcmp(a->raw, b->raw, sizeof a->raw) == 0);
   return 1;
 }
 
@@ -454,7 +461,7 @@ static void add_value(luaL_Buffer *b, const struct perfev_field *f, uint64_t v)
 
 static int l_attr_tostring(lua_State *L)
 {
-  struct perfev_attr *a = perfev_attr_check(L, 1);
+  struct perfev_attr *a = (struct perfev_attr *)perfev_self(L, PERFEV_ATTR_MT);
   static const char rule[] = "------------------------------------------------------------\n";
   luaL_Buffer b;
   luaL_buffinit(L, &b);

@@ -561,12 +561,13 @@ static void skip_row(struct cur *c, const struct perfev_rfield *f)
 }
 
 /* A sample's rows, the ops of those in `rows` (bits by row index) run,
- * the others stepped over, up to the last row asked for. */
+ * the others stepped over (checked as the ops would read them: a
+ * selection refuses what a full decode refuses). */
 static void walk_selected(struct cur *c, uint32_t rows)
 {
   const struct perfev_rfield *f = perfev_sample_fields;
   uint64_t st = c->l->sample_type;
-  size_t n = rows ? 32u - (size_t)__builtin_clz(rows) : 0;
+  size_t n = perfev_sample_nfields;
   for (size_t i = 0; i < n; i++) {
     if (f[i].mask != 0 && !(st & f[i].mask))
       continue;
@@ -575,6 +576,24 @@ static void walk_selected(struct cur *c, uint32_t rows)
     else
       skip_row(c, &f[i]);
   }
+}
+
+void perfev_decode_check_sample(lua_State *L, const struct perfev_layout *l, const unsigned char *rec,
+                                size_t size, size_t off, int swap)
+{
+  struct cur c;
+  memset(&c, 0, sizeof c);
+  c.L = L;
+  c.in.rec = rec;
+  c.in.fail = cur_fail;
+  c.in.swap = swap;
+  c.in.p = rec + sizeof(struct perf_event_header);
+  c.in.end = rec + size;
+  c.off = off;
+  c.type = PERF_RECORD_SAMPLE;
+  c.size = (uint16_t)size;
+  c.l = l;
+  walk_selected(&c, 0);
 }
 
 /* ---- one record ---- */

@@ -84,7 +84,11 @@ struct perfev_sel_plan {
   uint8_t tally;      /* every field can be a tally's key (fixed, one value a sample) */
   uint8_t untallied;  /* when not: the first field that cannot */
   uint8_t scalars;    /* every field an integer at a fixed offset (or the attr's period):
-                         the values are pushed by one tight loop */
+                         the values are pushed by one tight loop (min_size is the
+                         whole sample's where every row has a fixed size) */
+  uint8_t variable;   /* the layout has rows of a size the record says (raw, stack_user,
+                         ...): a sample read in place is checked whole first
+                         (perfev_decode_check_sample), as a full decode reads it */
   struct { uint16_t off; uint8_t how, scalar; } f[PERFEV_SELECT_MAX];
 };
 /* What a field of a plan of scalars is (its .scalar). */
@@ -183,6 +187,13 @@ size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned 
 size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
                           const unsigned char *rec, size_t len, size_t off,
                           const struct perfev_extra *x);
+/* Raises the decoder's malformed-record error when a row of the sample
+ * at rec (size bytes, its header included; layout l; off its offset in
+ * the stream) does not fit the record: what a full decode would say. The
+ * selections that read a sample in place (values, tallies) check it so,
+ * and agree with a full decode on every record. */
+void perfev_decode_check_sample(lua_State *L, const struct perfev_layout *l, const unsigned char *rec,
+                                size_t size, size_t off, int swap);
 /* Adds a LOST or LOST_SAMPLES record's count to d->lost. */
 void perfev_decode_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
                               size_t len);
@@ -228,14 +239,17 @@ static inline size_t perfev_select_scalar_size(const struct perfev_reuse *st,
 }
 
 /* ... and pushes them (inline: it is the whole of a selected iteration's
- * work on a plain sample). */
+ * work on a plain sample); a sample with rows of variable size is checked
+ * whole first (off: its offset, for the message). */
 static inline int perfev_select_push_scalars(lua_State *L, const struct perfev_reuse *st,
                                              const struct perfev_decoder *d,
-                                             const unsigned char *rec)
+                                             const unsigned char *rec, size_t off)
 {
   const struct perfev_sel_plan *p = st->sel.scalars;
   size_t n = st->sel.n;
   int swap = d->swap;
+  if (p->variable)
+    perfev_decode_check_sample(L, &d->layouts[0], rec, perfev_ld16(rec + 6, swap), off, swap);
   if (n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
     luaL_checkstack(L, (int)n + 6, "too many fields");
   for (size_t j = 0; j < n; j++) {

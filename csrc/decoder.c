@@ -167,8 +167,9 @@ static int decode_next(lua_State *L)
    * the general step so that a plain sample pays for nothing else */
   size_t size = perfev_select_scalar_size(st, st->dec, rec, st->len - st->off, 0);
   if (size) {
+    size_t off = st->off;
     st->off += size;
-    return perfev_select_push_scalars(L, st, st->dec, rec);
+    return perfev_select_push_scalars(L, st, st->dec, rec, off);
   }
   return decode_step(L, st);
 }

@@ -40,7 +40,7 @@ int perfev_event_push(lua_State *L, int fd, const struct perfev_attr *a)
 
 /* ---- ioctls, as data: request, and how the Lua argument becomes its argument ---- */
 
-enum ioc_arg { ARG_GROUP, ARG_INT, ARG_U64, ARG_BOOL };
+enum ioc_arg { ARG_GROUP, ARG_INT, ARG_COUNT, ARG_U64, ARG_BOOL };
 
 struct ioc_spec {
   const char *name;
@@ -52,7 +52,7 @@ static const struct ioc_spec ioctls[] = {
   { "enable", PERF_EVENT_IOC_ENABLE, ARG_GROUP },
   { "disable", PERF_EVENT_IOC_DISABLE, ARG_GROUP },
   { "reset", PERF_EVENT_IOC_RESET, ARG_GROUP },
-  { "refresh", PERF_EVENT_IOC_REFRESH, ARG_INT },
+  { "refresh", PERF_EVENT_IOC_REFRESH, ARG_COUNT },   /* overflows before it disables: 0 is undefined */
   { "period", PERF_EVENT_IOC_PERIOD, ARG_U64 },
   { "set_bpf", PERF_EVENT_IOC_SET_BPF, ARG_INT },
   { "pause_output", PERF_EVENT_IOC_PAUSE_OUTPUT, ARG_BOOL },
@@ -69,10 +69,14 @@ static int l_ioctl(lua_State *L)
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? PERF_IOC_FLAG_GROUP : 0);
     break;
   case ARG_INT:
+  case ARG_COUNT: {
     luaL_checkinteger(L, 2);
-    r = ioctl(ev->fd, s->req, perfev_int_arg(L, 2, 0, lua_pushfstring(L, "ev:%s", s->name),
-                                             "argument"));
+    int v = perfev_int_arg(L, 2, 0, lua_pushfstring(L, "ev:%s", s->name), "argument");
+    if (s->arg == ARG_COUNT && v < 1)
+      return luaL_error(L, "ev:%s: the count must be a positive integer, got %d", s->name, v);
+    r = ioctl(ev->fd, s->req, v);
     break;
+  }
   case ARG_BOOL:
     r = ioctl(ev->fd, s->req, lua_toboolean(L, 2) ? 1 : 0);
     break;
@@ -195,7 +199,9 @@ void perfev_event_close(struct perfev_event *ev)
 
 static int l_gc(lua_State *L)
 {
-  perfev_event_close((struct perfev_event *)perfev_self(L, PERFEV_EVENT_MT));
+  struct perfev_event *ev = (struct perfev_event *)perfev_self(L, PERFEV_EVENT_MT);
+  if (ev)   /* NULL: a finalizer given another self (perfev_self) */
+    perfev_event_close(ev);
   return 0;
 }
 
@@ -221,7 +227,9 @@ static int l_tostring(lua_State *L)
 static int l_newindex(lua_State *L)
 {
   char clip[PERFEV_CLIP];
-  const char *k = lua_tostring(L, 2);
+  const char *k;
+  perfev_self(L, PERFEV_EVENT_MT);
+  k = lua_tostring(L, 2);
   return luaL_error(L, "perfev.event: cannot set '%s': an event's fields are its methods; "
                        "keep your own values in ev:data()", k ? perfev_clip(k, clip) : "?");
 }

@@ -20,16 +20,23 @@ struct perfev_group {
  * reference), names = { name... }, results = the metatable given to
  * result tables (its __index knows the names). members() hands out a copy. */
 
-static struct perfev_group *group_check(lua_State *L, int idx)
+static struct perfev_group *group_self(lua_State *L)
 {
-  return (struct perfev_group *)luaL_checkudata(L, idx, PERFEV_GROUP_MT);
+  return (struct perfev_group *)perfev_self(L, PERFEV_GROUP_MT);
 }
 
-/* results.__index(t, k): a member's name reads its position's count. */
+/* The result tables' class: tables, each group's with a metatable of its
+ * own, whose functions have it as upvalue 1 (perfev_self checks a self
+ * against it) and the names as upvalue 2. */
+#define RESULT_CLASS "perfev.group.result"
+
+/* results.__index(t, k): a member's name reads its position's count.
+ * Upvalue 2: name -> position. */
 static int result_index(lua_State *L)
 {
+  perfev_self(L, RESULT_CLASS);
   lua_pushvalue(L, 2);
-  lua_rawget(L, lua_upvalueindex(1));
+  lua_rawget(L, lua_upvalueindex(2));
   if (lua_isnil(L, -1))
     return 1;
   lua_rawget(L, 1);
@@ -37,17 +44,19 @@ static int result_index(lua_State *L)
 }
 
 /* results.__tostring(t): "perfev.group.result(task-clock = 1234, ...,
- * time_enabled = 5, time_running = 5)", members in order. */
+ * time_enabled = 5, time_running = 5)", members in order. Upvalue 2: the
+ * names list. */
 static int result_tostring(lua_State *L)
 {
   luaL_Buffer b;
-  lua_Integer n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(1));
+  lua_Integer n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(2));
+  perfev_self(L, RESULT_CLASS);
   lua_settop(L, 1);
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "perfev.group.result(");
   for (lua_Integer i = 1; i <= n; i++) {
     const char *name;
-    lua_rawgeti(L, lua_upvalueindex(1), i);
+    lua_rawgeti(L, lua_upvalueindex(2), i);
     name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
     lua_pop(L, 1);
     luaL_addstring(&b, name);
@@ -93,12 +102,16 @@ static void push_results_meta(lua_State *L, int names, size_t n)
     lua_pushinteger(L, (lua_Integer)i);
     lua_rawset(L, -3);
   }
-  lua_createtable(L, 0, 2);
-  lua_pushvalue(L, -2);
-  lua_pushcclosure(L, result_index, 1);
+  lua_createtable(L, 0, 3);
+  lua_pushliteral(L, RESULT_CLASS);
+  lua_setfield(L, -2, "__name");
+  lua_pushvalue(L, -1);
+  lua_pushvalue(L, -3);
+  lua_pushcclosure(L, result_index, 2);
   lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, -1);
   lua_pushvalue(L, names);
-  lua_pushcclosure(L, result_tostring, 1);
+  lua_pushcclosure(L, result_tostring, 2);
   lua_setfield(L, -2, "__tostring");
   lua_remove(L, -2);   /* byname: the __index closure holds it */
 }
@@ -308,7 +321,7 @@ static int l_group_bound_read(lua_State *L)
  * every other call. */
 static int l_group_bind(lua_State *L)
 {
-  group_check(L, 1);
+  group_self(L);
   luaL_checkany(L, 2);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   for (int i = 1; i <= UP_KEYS; i++)
@@ -324,7 +337,7 @@ static int l_group_bind(lua_State *L)
  * list stays out of reach (it keeps the leader alive). */
 static int l_group_members(lua_State *L)
 {
-  struct perfev_group *g = group_check(L, 1);
+  struct perfev_group *g = group_self(L);
   perfev_getiuservalue(L, 1);
   lua_createtable(L, (int)g->n, 0);
   for (size_t i = 1; i <= g->n; i++) {
@@ -337,7 +350,7 @@ static int l_group_members(lua_State *L)
 /* reader:close(): closes every member, the leader last. */
 static int l_group_close(lua_State *L)
 {
-  struct perfev_group *g = group_check(L, 1);
+  struct perfev_group *g = group_self(L);
   perfev_getiuservalue(L, 1);
   for (size_t i = g->n; i >= 1; i--) {
     struct perfev_event *ev;
@@ -353,7 +366,7 @@ static int l_group_close(lua_State *L)
 
 static int l_group_tostring(lua_State *L)
 {
-  struct perfev_group *g = group_check(L, 1);
+  struct perfev_group *g = group_self(L);
   lua_pushfstring(L, "perfev.group_reader(%d members%s)", (int)g->n, g->leader->fd < 0 ? ", closed" : "");
   return 1;
 }

@@ -207,7 +207,9 @@ static void release(struct kallsyms *k)
 
 static int l_close(lua_State *L)
 {
-  release((struct kallsyms *)perfev_self(L, KALLSYMS_MT));
+  struct kallsyms *k = (struct kallsyms *)perfev_self(L, KALLSYMS_MT);
+  if (k)   /* NULL: __gc given another self (perfev_self) */
+    release(k);
   return 0;
 }
 

@@ -14,9 +14,9 @@
 #define PD_DEFAULT_QUEUE ((size_t)256 << 20)  /* time order: a half flush past this */
 #define PD_NONE UINT64_MAX                    /* a record without a time */
 
-static struct pd_reader *check_reader(lua_State *L, int idx)
+static struct pd_reader *check_reader(lua_State *L)
 {
-  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, idx, PD_READER_MT);
+  struct pd_reader *r = (struct pd_reader *)perfev_self(L, PD_READER_MT);
   if (r->closed)
     luaL_error(L, "perfev.perfdata: the file is closed");
   return r;
@@ -467,7 +467,7 @@ static int iter_next(lua_State *L)
 /* r:records{ order = "time", types = { 9, 10 }, offsets = true } -> iterator */
 static int l_records(lua_State *L)
 {
-  struct pd_reader *r = check_reader(L, 1);
+  struct pd_reader *r = check_reader(L);
   struct pd_iter *it;
   static const struct perfev_opt opts[] = {
     { "order", LUA_TSTRING }, { "offsets", LUA_TBOOLEAN }, { "types", LUA_TTABLE },
@@ -535,7 +535,7 @@ static int l_records(lua_State *L)
  * records(); the position after them becomes where records() restarts. */
 static int l_preread(lua_State *L)
 {
-  struct pd_reader *r = check_reader(L, 1);
+  struct pd_reader *r = check_reader(L);
   int list, types, offs;
   lua_settop(L, 1);
   lua_newtable(L);
@@ -584,7 +584,7 @@ static int l_preread(lua_State *L)
  * so that attrs which cannot share a stream fail at open. */
 static int l_set_attrs(lua_State *L)
 {
-  struct pd_reader *r = check_reader(L, 1);
+  struct pd_reader *r = check_reader(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_pushvalue(L, 2);
   set_slot(L, 1, PD_UV_ATTRS);
@@ -595,7 +595,7 @@ static int l_set_attrs(lua_State *L)
 
 static int l_attrs(lua_State *L)
 {
-  check_reader(L, 1);
+  check_reader(L);
   get_slot(L, 1, PD_UV_ATTRS);
   return 1;
 }
@@ -603,7 +603,7 @@ static int l_attrs(lua_State *L)
 /* Frees the buffers (the Lua layer closes the file it opened). */
 static int l_close(lua_State *L)
 {
-  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, 1, PD_READER_MT);
+  struct pd_reader *r = (struct pd_reader *)perfev_self(L, PD_READER_MT);
   if (!r->closed)
     release(r);
   return 0;
@@ -676,15 +676,15 @@ static int l_reader(lua_State *L)
 
 static int l_gc(lua_State *L)
 {
-  struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, 1);
-  if (r && !r->closed)
+  struct pd_reader *r = (struct pd_reader *)perfev_self(L, PD_READER_MT);
+  if (r && !r->closed)   /* NULL: __gc given another self (perfev_self) */
     release(r);
   return 0;
 }
 
 static int l_tostring(lua_State *L)
 {
-  struct pd_reader *r = (struct pd_reader *)luaL_checkudata(L, 1, PD_READER_MT);
+  struct pd_reader *r = (struct pd_reader *)perfev_self(L, PD_READER_MT);
   lua_pushfstring(L, "perfev.perfdata.reader (%s%s)", r->name, r->closed ? ", closed" : "");
   return 1;
 }

@@ -107,18 +107,28 @@ struct perfev_event *perfev_event_check(lua_State *L, int idx);  /* raises if cl
  * metatable as upvalue 1, which spares a registry lookup); raises if closed. */
 struct perfev_event *perfev_event_self(lua_State *L);
 
-/* The userdata at index 1 when its metatable is upvalue 1, else what
- * luaL_checkudata(L, 1, tname) gives (or raises). For hot methods. */
+/* The one check of a method's self, which every C method and metamethod
+ * makes: the instance of class tname at index 1. The fast path: a userdata
+ * whose metatable is upvalue 1 (perfev_class_register gives it to every
+ * function of a class). Else perfev_self_slow: a userdata of class tname
+ * (found by name), or a table whose metatable is upvalue 1 where tname is
+ * a class of tables (never a registered userdata class: a group's result
+ * tables), else it raises at the caller's line "tname: bad self for
+ * METHOD (expected a tname, got ...)", naming the method: whatever is
+ * passed (a number, another class, a file), nothing is read from it.
+ * In the class's __gc alone it returns NULL instead (a finalizer never
+ * raises): a __gc returns at once on NULL. */
+void *perfev_self_slow(lua_State *L, const char *tname);
 static inline void *perfev_self(lua_State *L, const char *tname)
 {
   void *p = lua_touserdata(L, 1);
-  if (p && lua_getmetatable(L, 1)) {
+  if (p && lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) {
     int same = lua_rawequal(L, -1, lua_upvalueindex(1));
     lua_pop(L, 1);
     if (same)
       return p;
   }
-  return luaL_checkudata(L, 1, tname);
+  return perfev_self_slow(L, tname);
 }
 int perfev_event_open_lib(lua_State *L);
 /* Closes the fd, once; errors ignored (for __gc and group close). */

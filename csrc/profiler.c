@@ -44,7 +44,9 @@ struct chain_link {
 };
 
 struct profiler {
-  int fd;                             /* the event's fd (the event userdata owns it) */
+  int fd;                             /* our own dup of the event's fd: the event
+                                       * userdata may be closed under a running
+                                       * profiler, this one is closed by __gc */
   struct perfev_ring *ring;           /* its ring (kept alive by the uservalue) */
   int signo, running, ref;
   int names;                          /* registry ref: function -> name found, or false */
@@ -65,6 +67,8 @@ struct profiler {
   struct prof_agg taken;               /* what the last p:take() returned (swapped out) */
   struct prof_budget budget;          /* the bound on the profiler's own cost */
   volatile sig_atomic_t in_hook;      /* the hook charges the budget: the handler leaves it */
+  _Atomic uint64_t arm_ns;            /* the handler's arming, CPU ns not charged yet */
+  uint64_t arm_cost;                  /* and charged so far (p:read().arm_cost) */
 };
 
 /* The profiler running on this thread. A signal handler receives no
@@ -114,6 +118,9 @@ static unsigned long perf_data(const siginfo_t *si)
  * (the hook's own time), at now. */
 static void charge(struct profiler *p, uint64_t cost, uint64_t now)
 {
+  uint64_t armed = atomic_exchange(&p->arm_ns, 0);
+  p->arm_cost += armed;   /* charge() never nests: the handler leaves it to a running hook */
+  cost += armed;
   uint64_t n = p->signals - p->budget.charged_signals;
   p->budget.charged_signals = p->signals;
   prof_budget_charge(&p->budget, cost + n * (p->budget.signal_ns + p->budget.irq_ns), now);
@@ -151,11 +158,23 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     return;
   }
   p->signals++;
+  /* Arming costs what lua_sethook costs: on Lua 5.4 it marks every Lua
+   * frame of T's stack (settraps), a cost that grows with the depth of the
+   * stack, not with what a sample records (150,000 frames deep: a
+   * millisecond, more than the period; the thread did nothing but take
+   * signals). So a hook armed already is not armed again, and the arming's
+   * CPU time is charged to the budget, which lowers the rate to keep the
+   * profiler within its share, however deep the stack. */
+  lua_State *T = atomic_load(&p->current);
+  if (T && atomic_load(&p->armed) != T) {
+    uint64_t t0 = prof_budget_now();
+    arm(p, T);
+    uint64_t t1 = prof_budget_now();
+    if (t1 > t0)
+      atomic_fetch_add(&p->arm_ns, t1 - t0);
+  }
   if (!p->in_hook && p->signals - p->budget.charged_signals >= SIGNALS_CHARGED)
     charge(p, 0, prof_budget_now());
-  lua_State *T = atomic_load(&p->current);
-  if (T)
-    arm(p, T);
   errno = saved;
 }
 
@@ -494,7 +513,7 @@ static void on_hook(lua_State *L, lua_Debug *ar)
 
 static struct profiler *check_profiler(lua_State *L)
 {
-  return (struct profiler *)luaL_checkudata(L, 1, PROFILER_MT);
+  return (struct profiler *)perfev_self(L, PROFILER_MT);
 }
 
 /* A real-time signal nobody handles: its disposition is SIG_DFL. */
@@ -550,15 +569,21 @@ static int route_signal(int fd, int signo, const struct perfev_ring *r)
 }
 
 /* Stops the signals and takes those already queued, with the handler still
- * ours (after it is gone, a queued real-time signal would kill the process). */
+ * ours (after it is gone, a queued real-time signal would kill the process).
+ * Where the signals could not be stopped (the event still enabled, or still
+ * routed), our handler stays: with no profiler active it ignores them. */
 static int quiesce(struct profiler *p)
 {
-  int err = 0;
-  if (ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0) != 0)
+  int err = 0, stopped = 1;
+  if (ioctl(p->fd, PERF_EVENT_IOC_DISABLE, 0) != 0) {
     err = errno;
+    stopped = 0;
+  }
   int fl = fcntl(p->fd, F_GETFL);
-  if (fl < 0 || (!p->sigtrap && fcntl(p->fd, F_SETFL, fl & ~O_ASYNC) != 0))
+  if (fl < 0 || (!p->sigtrap && fcntl(p->fd, F_SETFL, fl & ~O_ASYNC) != 0)) {
     err = err ? err : errno;
+    stopped = stopped && p->sigtrap;   /* sigtrap's signal stops with the event */
+  }
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, p->signo);
@@ -567,7 +592,7 @@ static int quiesce(struct profiler *p)
   struct timespec zero = { 0, 0 };
   while (sigtimedwait(&set, NULL, &zero) == p->signo)
     ;
-  if (sigaction(p->signo, &p->old_action, NULL) != 0)
+  if (stopped && sigaction(p->signo, &p->old_action, NULL) != 0)
     err = err ? err : errno;
   if (pthread_sigmask(SIG_SETMASK, &old, NULL) != 0)
     err = err ? err : EINVAL;
@@ -660,7 +685,8 @@ static int l_stop(lua_State *L)
 
 /* p:read() -> { frames = { {name, source, linedefined, line, what} ... },
  *               stacks = { {frame ids, root first; weight, samples} ... },
- *               signals, hooks, samples, lost, weight, unattributed, truncated, signal } */
+ *               signals, hooks, samples, lost, weight, unattributed, truncated, signal,
+ *               arm_cost (CPU ns the signal handler spent arming the hook) } */
 static void push_read(lua_State *L, const struct profiler *p, const struct prof_agg *agg)
 {
   prof_agg_push(L, agg);
@@ -671,6 +697,7 @@ static void push_read(lua_State *L, const struct profiler *p, const struct prof_
   perfev_set_u64(L, "weight", p->weight);
   perfev_set_u64(L, "unattributed", p->unattributed);
   perfev_set_u64(L, "truncated", p->truncated);
+  perfev_set_u64(L, "arm_cost", p->arm_cost);
   perfev_set_u64(L, "signal", (uint64_t)p->signo);
   prof_budget_push(L, &p->budget);
 }
@@ -691,6 +718,7 @@ static void swap_out(struct profiler *p, struct prof_agg *out)
   *out = p->agg;
   memset(&p->agg, 0, sizeof p->agg);
   p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
+  p->arm_cost = 0;
   p->oom = 0;
 }
 
@@ -747,11 +775,17 @@ static int l_running(lua_State *L)
 static int l_gc(lua_State *L)
 {
   struct profiler *p = check_profiler(L);
+  if (!p)   /* __gc given another self (perfev_self) */
+    return 0;
   stop(L, p);
   prof_agg_free(&p->agg);
   prof_agg_free(&p->taken);
   luaL_unref(L, LUA_REGISTRYINDEX, p->names);
   p->names = LUA_NOREF;
+  if (p->fd >= 0) {
+    close(p->fd);
+    p->fd = -1;
+  }
   return 0;
 }
 
@@ -865,15 +899,20 @@ static int l_new(lua_State *L)
     return luaL_argerror(L, 2, "a forward, writable ring is needed");
   struct profiler *p = (struct profiler *)perfev_newuserdata(L, sizeof *p);
   memset(p, 0, sizeof *p);
-  p->fd = ev->fd;
+  p->fd = -1;
+  p->ref = LUA_NOREF;
+  p->names = LUA_NOREF;
+  luaL_setmetatable(L, PROFILER_MT);       /* __gc from here on: it closes p->fd */
+  /* Our own fd for the event: whoever closes the event's (ev:close() while
+   * the profiler runs), p:stop() can still disable it and stop its signal */
+  p->fd = fcntl(ev->fd, F_DUPFD_CLOEXEC, 0);
+  if (p->fd < 0)
+    return luaL_error(L, "perfev.profile: cannot duplicate the event's fd: %s", strerror(errno));
   p->ring = r;
   p->sigtrap = perfev_attr_u64(&ev->attr, "sigtrap") != 0;
   p->native = (st & PERF_SAMPLE_CALLCHAIN) != 0;
   p->cookie = perfev_attr_u64(&ev->attr, "sig_data");
-  prof_budget_init(&p->budget, ev->fd, &ev->attr, bound);
-  p->ref = LUA_NOREF;
-  p->names = LUA_NOREF;
-  luaL_setmetatable(L, PROFILER_MT);
+  prof_budget_init(&p->budget, p->fd, &ev->attr, bound);
   lua_newtable(L);                         /* the names found, weak keys */
   lua_createtable(L, 0, 1);
   lua_pushliteral(L, "k");

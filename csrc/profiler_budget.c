@@ -14,6 +14,7 @@
  * fits the bound. Read out with the profile: the rate asked and the rate
  * now, how many times it was lowered, the cost and the CPU time. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -242,7 +243,7 @@ struct budget_ud {
 
 static struct budget_ud *check_budget(lua_State *L)
 {
-  return (struct budget_ud *)luaL_checkudata(L, 1, BUDGET_MT);
+  return (struct budget_ud *)perfev_self(L, BUDGET_MT);
 }
 
 /* The budget userdata at idx, or NULL (core.profiler_drain's second argument). */
@@ -253,15 +254,49 @@ const struct prof_budget *prof_budget_opt(lua_State *L, int idx)
   return &((struct budget_ud *)luaL_checkudata(L, idx, BUDGET_MT))->b;
 }
 
-/* core.profiler_budget(event, bound) -> budget */
+/* core.profiler_budget(event, bound) -> budget. The budget keeps a dup of
+ * the event's fd (closed by __gc): it lowers the event's rate through it,
+ * and budget:quiesce() stops the event's signal through it, whoever
+ * closed the event's own fd meanwhile. */
 static int l_budget(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);
   double bound = luaL_checknumber(L, 2);
   struct budget_ud *u = (struct budget_ud *)perfev_newuserdata(L, sizeof *u);
   memset(u, 0, sizeof *u);
-  prof_budget_init(&u->b, ev->fd, &ev->attr, bound);
+  u->b.fd = -1;
   luaL_setmetatable(L, BUDGET_MT);
+  int fd = fcntl(ev->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0)
+    return luaL_error(L, "perfev.profile: cannot duplicate the event's fd: %s", strerror(errno));
+  prof_budget_init(&u->b, fd, &ev->attr, bound);
+  return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+  struct budget_ud *u = check_budget(L);
+  if (u && u->b.fd >= 0) {   /* NULL: __gc given another self (perfev_self) */
+    close(u->b.fd);
+    u->b.fd = -1;
+  }
+  return 0;
+}
+
+/* budget:quiesce() -> true | nil, message, errno: the event disabled and
+ * its signal routed nowhere (O_ASYNC off), through the budget's own fd */
+static int l_quiesce(lua_State *L)
+{
+  struct budget_ud *u = check_budget(L);
+  int fl;
+  if (u->b.fd < 0)
+    return perfev_push_errno(L, EBADF, "quiesce");
+  if (ioctl(u->b.fd, PERF_EVENT_IOC_DISABLE, 0) != 0)
+    return perfev_push_errno(L, errno, "ioctl(PERF_EVENT_IOC_DISABLE)");
+  fl = fcntl(u->b.fd, F_GETFL);
+  if (fl < 0 || fcntl(u->b.fd, F_SETFL, fl & ~O_ASYNC) != 0)
+    return perfev_push_errno(L, errno, "fcntl");
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -317,9 +352,12 @@ static int l_tostring(lua_State *L)
 
 int perfev_profiler_budget_open_lib(lua_State *L)
 {
-  static const luaL_Reg meta[] = { { "__tostring", l_tostring }, { NULL, NULL } };
+  static const luaL_Reg meta[] = {
+    { "__tostring", l_tostring }, { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL }
+  };
   static const luaL_Reg methods[] = {
-    { "start", l_start }, { "now", l_now }, { "charge", l_charge }, { "read", l_read }, { NULL, NULL }
+    { "start", l_start }, { "now", l_now }, { "charge", l_charge }, { "read", l_read },
+    { "quiesce", l_quiesce }, { NULL, NULL }
   };
   perfev_class_register(L, BUDGET_MT, meta, methods);
   lua_pushcfunction(L, l_budget);

@@ -6,6 +6,7 @@
  * through the metadata page by ring_read.c, the AUX area by ring_aux.c. */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -86,7 +87,7 @@ int perfev_ring_mmap(lua_State *L)
   if (pagesz <= 0)
     return perfev_push_errno(L, errno, "sysconf(_SC_PAGESIZE)");
   r = (struct perfev_ring *)perfev_newuserdata(L, sizeof *r);
-  memset(r, 0, offsetof(struct perfev_ring, rec));
+  memset(r, 0, sizeof *r);
   luaL_setmetatable(L, PERFEV_RING_MT);
   r->map_size = ((size_t)pages + 1) * (size_t)pagesz;
   /* without PROT_WRITE the kernel never waits for data_tail: it overwrites */
@@ -187,6 +188,8 @@ static int records_next(lua_State *L)
       perfev_decode_error(L, (size_t)tail, h.type, h.size,
                           "a record in the ring is not whole (skipped to data_head)");
     }
+    if (!r->rec && !(r->rec = (unsigned char *)malloc(PERFEV_RECORD_MAX)))
+      return luaL_error(L, "perfev.ring: out of memory");
     ring_copy(r, tail, r->rec, h.size);
     store_tail(r, tail + h.size);
     n = perfev_iter_record(L, st, r->dec, lua_upvalueindex(5), lua_upvalueindex(4), r->rec, h.size,
@@ -235,6 +238,7 @@ static int l_records(lua_State *L)
 static int l_samples(lua_State *L)
 {
   int n = lua_gettop(L) - 1;
+  ring_self(L);
   if (n < 1)
     return luaL_error(L, "ring:samples: name the fields (ring:samples(\"ip\", \"tid\", ...))");
   lua_createtable(L, 0, 1);
@@ -448,12 +452,16 @@ static void ring_unmap(struct perfev_ring *r)
     munmap(r->page, r->map_size);   /* fails only for a bad range: ours is not */
     r->page = NULL;
   }
+  free(r->rec);
+  r->rec = NULL;
 }
 
 static int l_close(lua_State *L)
 {
   struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
   perfev_ring_aux_unmap(r);   /* the AUX area goes first, as perf unmaps it */
+  free(r->rec);
+  r->rec = NULL;
   if (r->page) {
     void *p = r->page;
     r->page = NULL;
@@ -466,7 +474,9 @@ static int l_close(lua_State *L)
 
 static int l_gc(lua_State *L)
 {
-  ring_unmap((struct perfev_ring *)perfev_self(L, PERFEV_RING_MT));
+  struct perfev_ring *r = (struct perfev_ring *)perfev_self(L, PERFEV_RING_MT);
+  if (r)   /* NULL: __gc given another self (perfev_self) */
+    ring_unmap(r);
   return 0;
 }
 

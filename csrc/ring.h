@@ -22,7 +22,11 @@ struct perfev_ring {
   int backward;                        /* attr.write_backward: data_head moves down */
   unsigned char *aux;                  /* the AUX area, NULL when not mapped */
   size_t aux_len;
-  unsigned char rec[PERFEV_RECORD_MAX];       /* the record being decoded, copied out (keep last) */
+  unsigned char *rec;                  /* the record being decoded, copied out: PERFEV_RECORD_MAX
+                                        * bytes, malloc'd at the first records() step, freed at
+                                        * close (a profiler's ring, never iterated, has none: a
+                                        * 64 KiB block in every ring userdata fragmented the heap,
+                                        * +92 MB RSS over 80,000 profiles) */
 };
 
 /* The names of the capabilities bits of the metadata page, low first. */

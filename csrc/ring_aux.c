@@ -179,7 +179,9 @@ static int l_close(lua_State *L)
  * the same cycle (its memory then still valid, and its area unmapped). */
 static int l_gc(lua_State *L)
 {
-  perfev_ring_aux_unmap(((struct perfev_aux *)perfev_self(L, PERFEV_AUX_MT))->ring);
+  struct perfev_aux *a = (struct perfev_aux *)perfev_self(L, PERFEV_AUX_MT);
+  if (a)   /* NULL: __gc given another self (perfev_self) */
+    perfev_ring_aux_unmap(a->ring);
   return 0;
 }
 

@@ -136,7 +136,7 @@ static int l_snapshot_walk(lua_State *L)
   memset(pg, 0, sizeof *pg);
   pg->data_head = head;
   r = (struct perfev_ring *)perfev_newuserdata(L, sizeof *r);
-  memset(r, 0, offsetof(struct perfev_ring, rec));
+  memset(r, 0, sizeof *r);
   r->page = pg;
   r->data = (const unsigned char *)area;
   r->data_size = len;

@@ -284,6 +284,9 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
     p->min_size = (uint16_t)(p->period_at + 8);
   if (p->min_size < sizeof(struct perf_event_header))   /* a sample has its header at least */
     p->min_size = sizeof(struct perf_event_header);
+  p->variable = !fixed;
+  if (fixed && pos > p->min_size)   /* every row fixed: the record holds them all */
+    p->min_size = (uint16_t)pos;
   p->scalars = p->fast && !p->chain;
   for (size_t j = 0; j < sel->n; j++) {
     switch (p->f[j].how) {
@@ -459,10 +462,12 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
     sel->scalars = p;
     sel->scalars_of = d;
     if (h.size >= p->min_size)
-      return perfev_select_push_scalars(L, st, d, rec);
+      return perfev_select_push_scalars(L, st, d, rec, off);
   }
   if (sel->n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
     luaL_checkstack(L, (int)sel->n + 6, "perfev.decode: too many fields");
+  if (p->fast && p->variable && h.size >= p->min_size && chain_fits(p, rec, h.size, d->swap))
+    perfev_decode_check_sample(L, l, rec, h.size, off, d->swap);   /* read in place: checked whole */
   if (!p->fast || h.size < p->min_size || !chain_fits(p, rec, h.size, d->swap)) {
     /* a walk of the rows asked for; a record too short for its fixed
      * fields is walked whole, so that the decoder says what is wrong */
@@ -514,6 +519,8 @@ static int iter_tally(lua_State *L, struct perfev_decoder *d, int state, int int
                       "a fixed place of this event's samples, the callchain, and callchain_contexts "
                       "beside callchain)", st->sel.who, st->sel.f[p->untallied].name);
       if (h.size >= p->min_size && chain_fits(p, rec, h.size, d->swap)) {
+        if (p->variable)   /* counted in place: checked whole, as a full decode reads it */
+          perfev_decode_check_sample(L, l, rec, h.size, off, d->swap);
         perfev_tally_add(L, st, state, p, l, rec, d->swap, li);
         return 0;
       }
@@ -528,7 +535,7 @@ int perfev_iter_record(lua_State *L, struct perfev_reuse *st, struct perfev_deco
                        const struct perfev_extra *x)
 {
   if (perfev_select_scalar_size(st, d, rec, len, 1))
-    return perfev_select_push_scalars(L, st, d, rec);
+    return perfev_select_push_scalars(L, st, d, rec, off);
   if (st->sel.tally)
     return iter_tally(L, d, state, into, st, rec, len, off, x);
   if (st->sel.values)

@@ -36,6 +36,7 @@ static int default_tostring(lua_State *L)
   int n = 0;
   lua_settop(L, 1);
   lua_getfield(L, lua_upvalueindex(1), "__name");                /* 2 */
+  perfev_self(L, lua_tostring(L, 2));
   if (lua_getfield(L, lua_upvalueindex(1), "__methods") != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_getfield(L, lua_upvalueindex(1), "__index");            /* 3 */
@@ -96,6 +97,147 @@ void perfev_class_methods(lua_State *L, const char *mt)
     lua_getfield(L, -1, "__index");
   }
   lua_remove(L, -2);
+}
+
+/* ---- a method's self ---- */
+
+/* Pushes the string key under which table t holds the value at fn and
+ * returns 1, or returns 0 (nothing pushed; also when t is no table). */
+static int key_of(lua_State *L, int t, int fn)
+{
+  if (!lua_istable(L, t))
+    return 0;
+  for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Pushes the name the metatable at mt gives the function at fn: a
+ * metamethod's ("__tostring") or a method's (in __index or __methods);
+ * returns 1, or 0 with nothing pushed. */
+static int name_in_class(lua_State *L, int mt, int fn)
+{
+  static const char *const tables[] = { "__methods", "__index" };
+  if (key_of(L, mt, fn))
+    return 1;
+  for (size_t i = 0; lua_istable(L, mt) && i < sizeof tables / sizeof tables[0]; i++) {
+    lua_getfield(L, mt, tables[i]);
+    if (key_of(L, lua_gettop(L), fn)) {
+      lua_remove(L, -2);
+      return 1;
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+/* Pushes "source:line: " of the first Lua function up the stack (the
+ * caller, past pcall and other C functions between), or "". */
+static void push_where(lua_State *L)
+{
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 && strcmp(ar.what, "C") != 0) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushliteral(L, "");
+}
+
+/* Pushes what the value at idx is, for a message: "integer 42", "string
+ * 'x'", "perfev.ring" (a class's __name), "table". */
+static void push_got(lua_State *L, int idx)
+{
+  char clip[PERFEV_CLIP];
+  int t = lua_type(L, idx);
+  if (t == LUA_TNUMBER || t == LUA_TSTRING || t == LUA_TBOOLEAN) {
+    lua_pushvalue(L, idx);   /* converted to a string there, not in place */
+    const char *v = t == LUA_TBOOLEAN ? (lua_toboolean(L, idx) ? "true" : "false") : lua_tostring(L, -1);
+    lua_pushfstring(L, t == LUA_TSTRING ? "%s '%s'" : "%s %s",
+                    t == LUA_TNUMBER ? (lua_isinteger(L, idx) ? "integer" : "number") : lua_typename(L, t),
+                    perfev_clip(v, clip));
+    lua_remove(L, -2);
+    return;
+  }
+  if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+    if (lua_type(L, -1) == LUA_TSTRING)
+      return;
+    lua_pop(L, 1);
+  }
+  lua_pushstring(L, t == LUA_TNONE ? "no value" : lua_typename(L, t));
+}
+
+/* Raises the bad-self error of perfev_self, naming the function running;
+ * returns (nothing pushed) when that is the class's __gc: a finalizer
+ * never raises (Lua 5.3 passes a finalizer's error on to whatever code runs
+ * when the collector does: a table given a class's metatable would break
+ * unrelated code when collected), its caller does nothing with NULL. */
+static int bad_self(lua_State *L, const char *tname)
+{
+  lua_Debug ar;
+  int fn, mt, got, top = lua_gettop(L);
+  lua_checkstack(L, 12);
+  if (top == 0)
+    lua_pushliteral(L, "no value");
+  else
+    push_got(L, 1);
+  got = lua_gettop(L);
+  if (!lua_getstack(L, 0, &ar) || !lua_getinfo(L, "fn", &ar))
+    lua_pushnil(L);
+  fn = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  mt = lua_gettop(L);
+  luaL_getmetatable(L, tname);
+  if (name_in_class(L, mt, fn) || name_in_class(L, mt + 1, fn)) {
+    const char *m = lua_tostring(L, -1);
+    int meta = m[0] == '_' && m[1] == '_';
+    if (strcmp(m, "__gc") == 0) {
+      lua_settop(L, top);
+      return 0;
+    }
+    lua_pushfstring(L, "%s: bad self for %s (expected a %s, got ", tname, m, tname);
+    lua_pushvalue(L, got);
+    lua_pushfstring(L, meta ? ")" : "): call it as obj:%s(...)", m);
+  } else {
+    /* a function of perfev.core that takes an instance first */
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    lua_getfield(L, -1, "perfev.core");
+    if (key_of(L, lua_gettop(L), fn))
+      lua_pushfstring(L, "perfev.core.%s", lua_tostring(L, -1));
+    else
+      lua_pushstring(L, ar.name ? ar.name : tname);
+    lua_pushfstring(L, ": argument #1 must be a %s, got ", tname);
+    lua_pushvalue(L, got);
+  }
+  lua_concat(L, 3);
+  push_where(L);
+  lua_insert(L, -2);
+  lua_concat(L, 2);   /* the position, then the message */
+  return lua_error(L);
+}
+
+void *perfev_self_slow(lua_State *L, const char *tname)
+{
+  int t = lua_type(L, 1);
+  if (t == LUA_TUSERDATA) {
+    void *p = luaL_testudata(L, 1, tname);
+    if (p)
+      return p;
+  } else if (t == LUA_TTABLE && lua_getmetatable(L, 1)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+    luaL_getmetatable(L, tname);
+    same = same && lua_isnil(L, -1);   /* tname is a class of tables, no userdata's */
+    lua_pop(L, 2);
+    if (same)
+      return (void *)(uintptr_t)lua_topointer(L, 1);
+  }
+  bad_self(L, tname);
+  return NULL;
 }
 
 /* ---- result tables ---- */

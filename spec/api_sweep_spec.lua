@@ -19,7 +19,8 @@ local BAD = { true, false, 42, 1.5, -1, "x", "", function() end, {}, { bogus = 1
 
 local function name_of(v)
   if type(v) == "string" then return ("%q"):format(v) end
-  return tostring(v):gsub("0x%x+", "")
+  local ok, s = pcall(tostring, v)   -- a table wearing a class's metatable: its __tostring refuses it
+  return (ok and s or "a " .. type(v) .. " with a class's metatable"):gsub("0x%x+", "")
 end
 
 -- check(what, ok, err): a raise must be clean and located here.
@@ -138,6 +139,254 @@ describe("wrong arguments to the Lua layer", function()
     methods("perfmap", function() return perfmap.open(nil, { path = tmp }) end,
             { "add", "intern", "range", "mmap_record", "flush", "close" })
     os.remove(tmp)
+  end)
+
+  -- Every function of every class of the C core (its metamethods, and its
+  -- methods in __index or __methods), called with a self of another class
+  -- or none: each raises "CLASS: bad self for NAME (expected a CLASS, got
+  -- ...)" at the caller's line, before it reads anything of what it was
+  -- given (issue 20: __tostring(0) of a group's result segfaulted,
+  -- perfdata's __close(io.stdout) overflowed the FILE's heap block, and
+  -- the rest said "bad argument #1 to '?'"). The classes are read from the
+  -- registry, where the core registers each by name, so that a new class
+  -- is swept too; the group's result tables are tables of one metatable
+  -- per group.
+  describe("C methods and metamethods with a wrong self", function()
+    local CLASSES = { "perfev.attr", "perfev.event", "perfev.ring", "perfev.aux", "perfev.group_reader",
+                      "perfev.perfdata.reader", "perfev.profiler", "perfev.profiler_budget",
+                      "perfev.kallsyms", "perfev.decoder" }
+
+    local function registry_classes()
+      local found = {}
+      for k, v in pairs(debug.getregistry()) do
+        if type(k) == "string" and k:match("^perfev%.") and type(v) == "table" and rawget(v, "__name") == k then
+          found[k] = v
+        end
+      end
+      return found
+    end
+
+    -- name -> function: the metamethods, then the methods
+    local function functions_of(mt)
+      local fns = {}
+      for _, t in ipairs { mt, type(mt.__index) == "table" and mt.__index or {},
+                           type(mt.__methods) == "table" and mt.__methods or {} } do
+        for k, v in pairs(t) do
+          if type(v) == "function" and fns[k] == nil then fns[k] = v end
+        end
+      end
+      return fns
+    end
+
+    -- of_tables: the class's instances are tables (a group's results)
+    local function wrong_selves(mt, others, of_tables)
+      local selves = {}
+      for _, v in ipairs(BAD) do selves[#selves + 1] = v end
+      for _, v in ipairs(others) do
+        if getmetatable(v) ~= mt then selves[#selves + 1] = v end
+      end
+      -- a table wearing a userdata class's own metatable: no userdata behind it
+      if not of_tables then selves[#selves + 1] = setmetatable({}, mt) end
+      return selves
+    end
+
+    local function sweep_class(cname, mt, others, of_tables)
+      local calls = 0
+      for fname, fn in pairs(functions_of(mt)) do
+        for _, bad in ipairs(wrong_selves(mt, others, of_tables)) do
+          local what = ("%s %s(%s)"):format(cname, fname, name_of(bad))
+          local ok, err = pcall(fn, bad, "x", 1)
+          if fname == "__eq" and ok then
+            assert.is_false(err, what)   -- an attr is equal to no other value
+          elseif fname == "__gc" and ok then
+            -- a finalizer never raises (Lua 5.3 passes its error on to
+            -- whatever runs when the collector does): another self is left
+            -- alone, read nothing from
+            assert.is_nil(err, what)
+          else
+            assert.is_false(ok, what .. ": accepted")
+            check(what, ok, err)
+            -- named by this name or another of the same function's (__close = close)
+            local named = false
+            for alias, other in pairs(functions_of(mt)) do
+              named = named or (other == fn and err:find("bad self for " .. alias .. " ", 1, true) ~= nil)
+            end
+            assert.is_true(named, what .. ": " .. err)
+          end
+          calls = calls + 1
+        end
+        -- and no self at all
+        local ok, err = pcall(fn)
+        if not (fname == "__gc" and ok) then
+          assert.is_false(ok, cname .. " " .. fname .. "()")
+          check(cname .. " " .. fname .. "()", ok, err)
+        end
+      end
+      return calls
+    end
+
+    it("every class the core registers", function()
+      local classes = registry_classes()
+      for _, name in ipairs(CLASSES) do
+        assert.is_table(classes[name], name .. " is not in the registry")
+      end
+      local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
+      local ring = assert(ev:mmap(1))
+      local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+      local others = { ev, ring, perfev.attr {}, f.r, io.stdout }
+      local calls = 0
+      for name, mt in pairs(classes) do
+        calls = calls + sweep_class(name, mt, others)
+      end
+      assert.is_true(calls > 1000, "calls " .. calls)
+      f:close(); ring:close(); ev:close()
+    end)
+
+    -- The Lua layer's classes the same way (issue 20: their __tostring
+    -- with a wrong self raised "attempt to index", profile methods called
+    -- with '.' "attempt to index a nil value (field 'engine')").
+    it("every Lua-written class: its metamethods and methods", function()
+      local tmp = os.tmpname()
+      local f = assert(pd.open("spec/fixtures/perfdata/small.data"))
+      local objects = {
+        group = assert(perfev.group { "task-clock", "page-faults" }),
+        tool = assert(perfev.open("duration_time")),
+        sampler = assert(perfev.sampler { cpus = { 0 }, pages = 1, pid = 0 }),
+        perfmap = assert(perfmap.open(nil, { path = tmp })),
+        ["perfdata.file"] = f,
+        ["perfdata.writer"] = assert(pd.create(tmp .. ".data", f)),
+        profile = assert(perfev.profile {}),
+        report = assert(require("perfev.report").open("spec/fixtures/perfdata/small.data")),
+      }
+      local others = {}
+      for _, o in pairs(objects) do others[#others + 1] = o end
+      local calls = 0
+      for name, o in pairs(objects) do
+        calls = calls + sweep_class(name, getmetatable(o), others, true)
+      end
+      assert.is_true(calls > 1000, "calls " .. calls)
+      for _, o in pairs(objects) do
+        local close = getmetatable(o).close
+        if close then close(o) end
+      end
+      os.remove(tmp); os.remove(tmp .. ".data")
+    end)
+
+    it("a group's result tables", function()
+      for _, events in ipairs { { "task-clock", "page-faults" }, { "task-clock", "duration_time" } } do
+        local g = assert(perfev.group(events))
+        local r = g:measure(function() end)
+        local mt = getmetatable(r)
+        assert.is_table(mt, table.concat(events, ","))
+        sweep_class("result", mt, { setmetatable({}, {}), g }, true)
+        assert.equal(r[1], r["task-clock"])
+        assert.matches("^perfev.group.result%(task%-clock = %d+", tostring(r))
+        g:close()
+      end
+    end)
+  end)
+
+  -- Wrong values that were accepted without a word (issue 20, item 9).
+  describe("values once accepted silently", function()
+    local function raises(f, want, what)
+      local ok, err = pcall(f)
+      assert.is_false(ok, what .. ": accepted")
+      check(what, ok, err)
+      assert.truthy(err:find(want, 1, true), what .. ": " .. err)
+    end
+
+    it("resty.new with unknown options returns nil and the message (it made an instance of defaults)", function()
+      local resty = require "perfev.resty"
+      local inst, err = resty.new { evnts = { "page-faults" } }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: unknown option 'evnts' (did you mean 'events'?)", err)
+      inst, err = resty.new { dcit = "x" }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: unknown option 'dcit' (did you mean 'dict'?)", err)
+      inst, err = resty.new { prefix = 42 }
+      assert.is_nil(inst)
+      assert.equal("perfev.resty: option 'prefix' must be a string, got integer 42", err)
+    end)
+
+    it("perfmap:intern and add refuse a name holding a NUL (it went into the map)", function()
+      local path = os.tmpname()
+      local m = assert(perfmap.open(nil, { path = path }))
+      raises(function() return m:intern("a\0b") end, "without a newline or a NUL", "intern")
+      raises(function() return m:add(0x1000, 16, "\0") end, "without a newline or a NUL", "add")
+      assert.is_number(m:intern("ab"))
+      m:close()
+      local text = assert(u.read_file(path))
+      os.remove(path)
+      assert.is_nil(text:find("\0", 1, true))
+      assert.equal(1, select(2, text:gsub("\n", "")))
+    end)
+
+    it("g:event of a position that is not a member's raises (it returned nil)", function()
+      local g = assert(perfev.group { "task-clock", "page-faults" })
+      for _, k in ipairs { 1.5, 0 / 0, -1, 2 ^ 64, 0, 3, math.huge } do
+        raises(function() return g:event(k) end, "a position must be an integer from 1 to 2", tostring(k))
+      end
+      assert.equal(g:event("page-faults"), g:event(2))
+      assert.equal("task-clock", g:event(1):name())
+      g:close()
+    end)
+
+    it("profile methods called with '.' raise naming the method (p.stop('x') returned 'x')", function()
+      local p = assert(perfev.profile {})
+      raises(function() return p.stop("x") end, "perfev.profile: bad self for stop", "p.stop('x')")
+      raises(function() return p.start() end, "perfev.profile: bad self for start", "p.start()")
+      raises(function() return p.write(42, "x.svg") end, "perfev.profile: bad self for write", "p.write(42)")
+      assert.equal(p, p:start():stop())
+      p:close()
+    end)
+
+    it("ev:refresh takes a positive count (refresh(-1) returned true)", function()
+      local ev = assert(perfev.open { type = "software", config = "cpu-clock", sample_period = 1000000 })
+      for _, n in ipairs { -1, 0 } do
+        -- (not a tail call: LuaJIT's would leave no caller's line to the C core's error)
+        raises(function() local r = ev:refresh(n) return r end, "ev:refresh: the count must be a positive integer",
+               tostring(n))
+      end
+      assert.is_true(ev:refresh(1))
+      ev:close()
+    end)
+  end)
+
+  -- Messages that pointed inside perfev (issue 20, item 8).
+  describe("messages located in the caller's code, not in perfev's", function()
+    it("perfev report of a truncated recording names the file, no line of perfev's", function()
+      -- perf's header of an interrupted recording: data size 0 (read to
+      -- the end), and the file cut inside its last record
+      local src = assert(u.read_file("spec/fixtures/perfdata/small.data"))
+      local function u64(at) local v = 0 for i = 8, 1, -1 do v = v * 256 + src:byte(at + i) end return v end
+      local off, size = u64(40), u64(48)
+      local path = os.tmpname()
+      local out = assert(io.open(path, "wb"))
+      out:write(src:sub(1, 48), ("\0"):rep(8), src:sub(57, off + size - 10))
+      out:close()
+      local cmd = ("%s%s bin/perfev report -i %s 2>&1; echo \"exit=$?\""):format(u.lua_env(), u.lua_interpreter(), path)
+      local text = u.sh(cmd)
+      os.remove(path)
+      assert.matches("^perfev report: " .. path:gsub("%p", "%%%0") .. ": the data ends inside the record at "
+                     .. "offset %d+ %(type %d+, size %d+%): the file is truncated\nexit=1\n$", text)
+    end)
+
+    it("perfev.resty outside nginx says it needs ngx_lua (it was \"attempt to index ... global 'ngx'\")", function()
+      if rawget(_G, "ngx") then pending("runs inside nginx: ngx is there") return end
+      local resty = require "perfev.resty"
+      local inst = assert(resty.new {})
+      for what, f in pairs {
+        init = function() return resty.init { dict = "perfev" } end,
+        start = function() return inst:start() end,
+        serve = function() return resty.serve() end,
+      } do
+        local ok, err = pcall(f)
+        assert.is_false(ok, what)
+        check(what, ok, err)
+        assert.matches("perfev.resty: ngx%.%a+ is not there: perfev.resty runs inside nginx, with ngx_lua", err)
+      end
+      inst:close()
+    end)
   end)
 
   it("names the field, the option, the event and what is closest", function()

@@ -317,7 +317,13 @@ end
 -- the member's event ("cs" for "context-switches").
 function Group:event(k)
   options.self(self, Group, "perfev.group", "event")
-  if type(k) == "number" then return self.list[k] end
+  if type(k) == "number" then
+    if not options.is_integer(k) or k < 1 or k > #self.labels then
+      options.raisef("perfev.group: event: a position must be an integer from 1 to %d, got %s", #self.labels,
+                     options.describe(k))
+    end
+    return self.list[k]
+  end
   if type(k) ~= "string" then
     options.raisef("perfev.group: event takes a name or a position, got %s", options.describe(k))
   end
@@ -351,6 +357,7 @@ function Group:names()
 end
 
 function Group:__tostring()
+  options.self(self, Group, "perfev.group", "__tostring")
   return ("perfev.group(%s%s%s)"):format(table.concat(self.labels, ", "), self.split and ", split" or "",
                                         self.is_closed and ", closed" or "")
 end

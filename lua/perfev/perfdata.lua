@@ -238,6 +238,7 @@ end
 File.__close = File.close
 
 function File:__tostring()
+  options.self(self, File, "perfev.perfdata.file", "__tostring")
   return ("perfev.perfdata.file (%s%s)"):format(self.name, self.r and "" or ", closed")
 end
 

@@ -60,15 +60,16 @@ local function check_open(self, method)
 end
 
 -- m:add(start, size, name): one line "START SIZE name" (hex, as perf reads
--- it). A name cannot hold a newline; the size must be > 0.
+-- it). A name cannot hold a newline or a NUL (perf reads the line as a C
+-- string); the size must be > 0.
 function Map:add(start, size, name)
   check_open(self, "add")
   if not options.is_integer(start) then options.raise("perfev.perfmap: add: start must be an integer") end
   if not options.is_integer(size) or size <= 0 then
     options.raise("perfev.perfmap: add: size must be a positive integer")
   end
-  if type(name) ~= "string" or name == "" or name:find("[\r\n]") then
-    options.raise("perfev.perfmap: add: name must be a non-empty string without a newline")
+  if type(name) ~= "string" or name == "" or name:find("[\r\n]") or name:find("\0", 1, true) then
+    options.raise("perfev.perfmap: add: name must be a non-empty string without a newline or a NUL")
   end
   local ok, msg, errno = self.f:write(("%x %x %s\n"):format(start, size, name))
   if not ok then return nil, "perfev.perfmap: " .. self.path .. ": " .. tostring(msg), errno end
@@ -145,6 +146,7 @@ Map.__close = Map.close
 Map.__gc = Map.close
 
 function Map:__tostring()
+  options.self(self, Map, "perfev.perfmap", "__tostring")
   return ("perfev.perfmap (%s, %d lines%s)"):format(self.path, self.n, self.f and "" or ", closed")
 end
 

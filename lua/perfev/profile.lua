@@ -266,6 +266,17 @@ function Profiler:__tostring()
   return ("perfev.profile(%s, %s)"):format(tostring(self.event_name), self.running and "running" or "stopped")
 end
 
+-- Every method checks its self first (one called with '.' gets its first
+-- argument as self: p.stop("x") returned "x", p.start() indexed nil).
+for name, fn in pairs(Profiler) do
+  if type(fn) == "function" then
+    Profiler[name] = function(self, ...)
+      options.self(self, Profiler, "perfev.profile", name)
+      return fn(self, ...)
+    end
+  end
+end
+
 M.Profiler = Profiler
 M.formats = output.FORMATS
 M.format_of = output.format_of

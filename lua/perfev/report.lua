@@ -766,10 +766,12 @@ end
 
 -- rep:format([opts]) -> the text of perf report --stdio (opts: percent_limit)
 function Report:format(opts)
+  options.self(self, Report, "perfev.report", "format")
   return require("perfev.report.stdio").format(self, opts)
 end
 
 function Report:__tostring()
+  options.self(self, Report, "perfev.report", "__tostring")
   local names = {}
   for i, ev in ipairs(self.events or {}) do names[i] = ("%s: %d samples"):format(ev.name, ev.samples) end
   return ("perfev.report(%s; %s)"):format(self.path or "file handle", table.concat(names, ", "))

@@ -30,6 +30,13 @@ local label_values = require "perfev.resty.labels"
 local prom = require "perfev.resty.prom"
 local series = require "perfev.resty.series"
 
+-- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
+-- rather than "attempt to index a nil value (global 'ngx')".
+local ngx = rawget(_G, "ngx") or setmetatable({}, { __index = function(_, k)
+  options.raisef("perfev.resty: ngx.%s is not there: perfev.resty runs inside nginx, with ngx_lua "
+                 .. "(OpenResty, or nginx's lua module), not in a plain Lua", tostring(k))
+end })
+
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
@@ -100,6 +107,10 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
+local OPTIONS = { events = "table", dict = "string", prefix = "string", label = "function",
+                  flush = "number", buckets = "table|boolean", collapse = "any",
+                  max_labels = "integer", overflow = "string" }
+
 -- resty.new{ events =, dict =, prefix =, label =, flush = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
@@ -118,6 +129,8 @@ end
 function _M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then return nil, "perfev.resty: options must be a table" end
+  local known, why = pcall(options.check, opts, OPTIONS, "perfev.resty")
+  if not known then return nil, options.strip_where(why) end
   local events = opts.events or _M.DEFAULT_EVENTS
   if type(events) ~= "table" or #events == 0 then return nil, "perfev.resty: option 'events' must be a list" end
   local dict

@@ -565,6 +565,7 @@ end
 S.__close = S.close
 
 function S:__tostring()
+  options.self(self, S, "perfev.sampler", "__tostring")
   return ("perfev.sampler(%s %s, %d CPUs%s)"):format(self.mode, self.command or tostring(self.pid),
                                                     #self.cpus, self.is_closed and ", closed" or "")
 end

@@ -147,6 +147,7 @@ end
 Tool.__close = Tool.close
 
 function Tool:__tostring()
+  options.self(self, Tool, "perfev.tool", "__tostring")
   return ("perfev.tool(%s%s)"):format(self.tool, self.is_closed and ", closed" or "")
 end
 

@@ -43,7 +43,10 @@ function M.configure(cmd)
 end
 
 local function fail(msg)
-  msg = tostring(msg):gsub("^perfev%.perfdata: ", ""):gsub("^perfev%.report: ", ""):gsub("\n.*", "")
+  -- a message the core raised while the library read (a record cut by
+  -- the end of the file) is located inside the library: not the user's
+  msg = require("perfev.options").strip(tostring(msg))
+  msg = msg:gsub("^perfev%.perfdata: ", ""):gsub("^perfev%.report: ", ""):gsub("\n.*", "")
   local path, rest = msg:match("^([^:]+): (.*)$")
   if path and rest:sub(1, #path + 2) == path .. ": " then msg = rest end   -- "x: x: No such file"
   io.stderr:write("perfev report: ", msg, "\n")

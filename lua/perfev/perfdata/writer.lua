@@ -551,10 +551,12 @@ end
 
 W.__close = W.close
 W.__gc = function(self)
+  if getmetatable(self) ~= W then return end   -- a finalizer never raises (another self: nothing to do)
   if not self.closed then pcall(W.close, self) end
 end
 
 function W:__tostring()
+  options.self(self, W, "perfev.perfdata.writer", "__tostring")
   return ("perfev.perfdata.writer (%s%s%s)"):format(self.name, self.pipe and ", pipe" or "",
                                                     self.closed and ", closed" or "")
 end

@@ -164,7 +164,15 @@ local function cut(raw, frames, funcs, root)
   local own_id = own_frame(frames, funcs)
   for _, s in ipairs(raw.stacks) do
     local from = 1
-    if root then from = root_at(s, frames, root) end
+    if root then
+      from = root_at(s, frames, root)
+      -- a stack cut short (deeper than the engine records: its root end
+      -- is the [truncated] mark, the leaf frames kept) may not show the
+      -- root: it is kept whole, the mark at its root, as perf keeps a
+      -- callchain cut at sample_max_stack (such samples were counted
+      -- outside: all of a recursion 1,000 deep)
+      if not from and s[1] and frames[s[1]].what == "truncated" then from = 1 end
+    end
     if from then
       local ids = {}
       for i = from, #s do ids[#ids + 1] = s[i] end

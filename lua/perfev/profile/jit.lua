@@ -425,9 +425,12 @@ function Engine:stop()
   self.c.pause()
   -- the event stops before jit.profile gives SIGPROF back to its old
   -- handler (the default ends the process): a signal sent before the
-  -- ioctl is taken on its way back, by jit.profile's handler
-  self.ev:disable()
-  require("perfev.core").profiler_route(self.ev, 0)
+  -- ioctl is taken on its way back, by jit.profile's handler. Through the
+  -- budget's own fd: the event's may have been closed under the profiler
+  -- (its signal would still come); where that fails, jit.profile's
+  -- handler stays, taking the signals
+  local quiet, msg = self.budget:quiesce()
+  if not quiet then error("perfev.profile: stopping the event's signal: " .. tostring(msg), 0) end
   self.c:stop()
   local co = coroutine
   for _, k in ipairs { "resume", "wrap" } do
