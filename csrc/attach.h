@@ -30,7 +30,7 @@ struct attach_tracer {
 };
 
 /* attach_tracer.c */
-struct attach_tracer *perfev_tracer_check(lua_State *L, int idx);   /* raises if closed */
+struct attach_tracer *perfev_tracer_check(lua_State *L);   /* self at 1; raises if closed */
 /* Adds tid (seized already) to the tracer; NULL when out of memory. */
 struct attach_thread *perfev_tracer_add(struct attach_tracer *tr, pid_t tid);
 struct attach_thread *perfev_tracer_find(struct attach_tracer *tr, pid_t tid);

@@ -29,9 +29,9 @@
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
 #define SEIZE_PASSES 64       /* /proc/PID/task read again while threads appear */
 
-struct attach_tracer *perfev_tracer_check(lua_State *L, int idx)
+struct attach_tracer *perfev_tracer_check(lua_State *L)
 {
-  struct attach_tracer *tr = (struct attach_tracer *)luaL_checkudata(L, idx, PERFEV_TRACER_MT);
+  struct attach_tracer *tr = (struct attach_tracer *)perfev_self(L, PERFEV_TRACER_MT);
   if (tr->closed)
     luaL_error(L, "perfev.tracer: attempt to use a closed tracer");
   if (gettid() != tr->tracer_tid)
@@ -310,7 +310,7 @@ static int l_attach_tracer(lua_State *L)
  * signal goes to thread tid, which stops at it. */
 static int l_route(lua_State *L)
 {
-  struct attach_tracer *tr = perfev_tracer_check(L, 1);
+  struct attach_tracer *tr = perfev_tracer_check(L);
   int tid = perfev_int_arg(L, 2, 0, "perfev.tracer:route", "tid");
   struct perfev_event *ev = perfev_event_check(L, 3);
   struct attach_thread *th = perfev_tracer_find(tr, tid);
@@ -335,7 +335,7 @@ static int l_route(lua_State *L)
  * returned held goes on; the signal it stopped for is suppressed. */
 static int l_resume(lua_State *L)
 {
-  struct attach_tracer *tr = perfev_tracer_check(L, 1);
+  struct attach_tracer *tr = perfev_tracer_check(L);
   int tid = perfev_int_arg(L, 2, 0, "perfev.tracer:resume", "tid");
   struct attach_thread *th = perfev_tracer_find(tr, tid);
   if (!th || th->state != T_HELD)
@@ -350,7 +350,7 @@ static int l_resume(lua_State *L)
 /* tr:tids() -> { tid, ... } the threads traced now */
 static int l_tids(lua_State *L)
 {
-  struct attach_tracer *tr = perfev_tracer_check(L, 1);
+  struct attach_tracer *tr = perfev_tracer_check(L);
   lua_Integer k = 0;
   lua_newtable(L);
   for (size_t i = 0; i < tr->n; i++)
@@ -363,14 +363,14 @@ static int l_tids(lua_State *L)
 
 static int l_pid(lua_State *L)
 {
-  struct attach_tracer *tr = (struct attach_tracer *)luaL_checkudata(L, 1, PERFEV_TRACER_MT);
+  struct attach_tracer *tr = (struct attach_tracer *)perfev_self(L, PERFEV_TRACER_MT);
   lua_pushinteger(L, tr->pid);
   return 1;
 }
 
 static int l_closed(lua_State *L)
 {
-  struct attach_tracer *tr = (struct attach_tracer *)luaL_checkudata(L, 1, PERFEV_TRACER_MT);
+  struct attach_tracer *tr = (struct attach_tracer *)perfev_self(L, PERFEV_TRACER_MT);
   lua_pushboolean(L, tr->closed);
   return 1;
 }
@@ -378,7 +378,9 @@ static int l_closed(lua_State *L)
 /* tr:close(): every thread detached (also __gc, __close) */
 static int l_close(lua_State *L)
 {
-  struct attach_tracer *tr = (struct attach_tracer *)luaL_checkudata(L, 1, PERFEV_TRACER_MT);
+  struct attach_tracer *tr = (struct attach_tracer *)perfev_self(L, PERFEV_TRACER_MT);
+  if (!tr)                          /* __gc given another self */
+    return 0;
   tracer_close(tr);
   lua_pushnil(L);
   perfev_setiuservalue(L, 1);

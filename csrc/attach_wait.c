@@ -171,7 +171,7 @@ static long long now_ms(void)
 
 int perfev_tracer_wait(lua_State *L)
 {
-  struct attach_tracer *tr = perfev_tracer_check(L, 1);
+  struct attach_tracer *tr = perfev_tracer_check(L);
   lua_Number ms = luaL_optnumber(L, 2, 100);
   long long deadline = now_ms() + (long long)(ms > 0 ? ms : 0);
   sigset_t set, old;

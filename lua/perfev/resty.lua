@@ -32,7 +32,10 @@ local series = require "perfev.resty.series"
 
 -- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
 -- rather than "attempt to index a nil value (global 'ngx')".
+-- (A global ngx set after this module loaded, as a test's stand-in, is used.)
 local ngx = rawget(_G, "ngx") or setmetatable({}, { __index = function(_, k)
+  local late = rawget(_G, "ngx")
+  if late then return late[k] end
   options.raisef("perfev.resty: ngx.%s is not there: perfev.resty runs inside nginx, with ngx_lua "
                  .. "(OpenResty, or nginx's lua module), not in a plain Lua", tostring(k))
 end })
@@ -107,9 +110,10 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
+-- the known options (flush, buckets, collapse, max_labels and overflow are
+-- checked where they are used, with what each must be)
 local OPTIONS = { events = "table", dict = "string", prefix = "string", label = "function",
-                  flush = "number", buckets = "table|boolean", collapse = "any",
-                  max_labels = "integer", overflow = "string" }
+                  flush = "any", buckets = "any", collapse = "any", max_labels = "any", overflow = "any" }
 
 -- resty.new{ events =, dict =, prefix =, label =, flush = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
