@@ -34,6 +34,9 @@ M.ENTRIES = {
   { "profile", "perfev.profile{ event, freq | period, fn, output, ... } -> profiler | nil, message, errno",
     "profile Lua functions on a perf event: p:start() p:stop() p:write(\"out.svg\") (svg, folded, speedscope, "
     .. "pprof, perf.data, text)", "doc/profile.md" },
+  { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled } -> frames | nil, message, errno",
+    "per-frame counters of a game loop: fr:mark() once a frame, fr:zone_begin(name) ... z:finish(), "
+    .. "fr:report() (mean, p50, p95, p99, max, the worst frames with their Lua profile)", "doc/games.md" },
   { "sampler", "perfev.sampler{ command | pid, cpus, period | freq, ... } -> session | nil, message, errno",
     "sample a task and its children on every CPU: s:records() decodes the rings", "doc/sampler.md" },
   { "record", "perfev.record{ output, event, freq | period, callchain, fn | command, ... } -> summary",

@@ -103,6 +103,8 @@ end
 --     children, or a command (see perfev/sampler.lua, doc/sampler.md)
 --   perfev.record(opts) -> summary: sample into a perf.data file, like perf
 --     record (see perfev/record.lua, doc/perfdata-write.md)
+--   perfev.frames(opts) -> per-frame counters, zones and worst frames of a
+--     game loop (see perfev/frames.lua, doc/games.md)
 --   perfev.perfdata, perfev.perfmap: the modules
 --   perfev.help([name]): the entry points, or one's signature, what it does
 --     and its doc page (see perfev/help.lua)
@@ -112,6 +114,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
   profile = { "perfev.profile", "profile" },
+  frames = { "perfev.frames", "new" },
   report = { "perfev.report" },
   stat = { "perfev.stat" },
   on_warning = { "perfev.warn", "on_warning" },
