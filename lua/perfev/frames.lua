@@ -127,7 +127,9 @@ local function check(self, method)
 end
 
 local function noop() end
-local NULL_ZONE = setmetatable({ name = "(disabled)" }, Zone)
+-- what zone_begin returns while disabled: its finish is found on it (no
+-- metatable lookup) and does nothing
+local NULL_ZONE = setmetatable({ name = "(disabled)", finish = noop }, Zone)
 local function null_zone() return NULL_ZONE end
 
 -- fr:enable() -> true | nil, message, errno: counting starts (again) from
