@@ -147,16 +147,23 @@ describe("perfev.frames", function()
     collectgarbage()
     collectgarbage("stop")
     frames(100)
-    local before = collectgarbage("count")
-    frames(10000)
-    local grown = collectgarbage("count") - before
+    -- the least of 3 rounds: LuaJIT's heap also holds a side trace it
+    -- compiles late (a frame entering the worst ones now and then: 0.6 to
+    -- 7 KiB in one round of 10000 frames, 0 in the others), an allocation
+    -- per mark would be in every round
+    local grown = math.huge
+    for _ = 1, 3 do
+      local before = collectgarbage("count")
+      frames(10000)
+      grown = math.min(grown, collectgarbage("count") - before)
+    end
     collectgarbage("restart")
     local st = fr:stats()
     fr:close()
     assert.are.equal(0, grown, ("%.3f KiB allocated by 10000 frames"):format(grown))
-    assert.are.equal(11100, st.frames)
+    assert.are.equal(31100, st.frames)
     assert.are.equal(64, st.kept)
-    assert.are.equal(11100, st.zones.update.calls)
+    assert.are.equal(31100, st.zones.update.calls)
   end)
 
   it("zones nest and sum: a parent holds its children's counts, its self the rest", function()
