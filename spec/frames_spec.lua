@@ -129,6 +129,32 @@ describe("perfev.frames", function()
     print(("\n%s"):format(report))
   end)
 
+  it("a profile taken every frame keeps its rate (p:take() left the budget's signal count behind)", function()
+    -- csrc/profiler.c: p:take() zeroed the profiler's signal count and not
+    -- the count its budget had charged; the next charge's difference
+    -- wrapped around, the budget took it for 2^64 signals' cost and lowered
+    -- the rate to 0 Hz: no sample in any frame after (Lua 5.3/5.4's hook engine)
+    -- a slow frame (about 100 samples charged) before fast ones (one or
+    -- two): the difference wrapped by more than the hook's own cost
+    local fr = assert(perfev.frames { events = { "task-clock" }, worst = 1, profile = true })
+    local FRAMES = 60
+    for f = 1, FRAMES do
+      steady()
+      if f % 10 == 5 then
+        for _ = 1, 5 do slow_system() end
+      end
+      fr:mark()
+      if f == FRAMES - 20 then fr:reset() end   -- the worst of the last 20 frames
+    end
+    local st = fr:stats()
+    local p = fr.profiler:take()
+    fr:close()
+    local late = st.worst[1].profile.samples
+    assert.are.equal(0, p.throttled or 0, require("perfev.profile.data").throttle_note(p))
+    assert.are.equal(p.rate_asked, p.rate_now)
+    assert.is_true(late > 0, "no sample in the slowest of the last 20 frames")
+  end)
+
   it("fr:mark() and nested zones allocate nothing", function()
     local fr = assert(perfev.frames { worst = 5, keep = 64 })
     local function frames(count)
