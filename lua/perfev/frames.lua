@@ -13,8 +13,9 @@
 -- a ring of the last `keep` frames allocated at the start (lua/perfev/frames/series.lua),
 -- and the frame into the worst N when it is one: a mark allocates nothing.
 -- With profile = true a perfev.profile runs beside the counters; each mark
--- takes the frame's samples (p:take()) and the worst frames keep theirs,
--- by function.
+-- takes the frame's samples: a frame among the worst keeps its profile
+-- (p:take()), by function, the others' samples are dropped unbuilt (the
+-- engine's take).
 local group = require "perfev.group"
 local core = require "perfev.core"
 local options = require "perfev.options"
@@ -182,20 +183,21 @@ local function summary(p)
   return { weight = p.weight, samples = p.samples, unit = p.unit, event = p.event, functions = fns }
 end
 
--- The frame just marked (key: its count of the ranking event) into the
--- worst ones when it is one: the slot of the least bad when all are taken.
-local function keep_if_worst(self, key, profile)
-  local slot, wn = nil, self.wn
-  if wn < self.worst_n then
-    slot = wn + 1
-    self.wn = slot
-  else
-    local wkey = self.wkey
-    for k = 1, wn do
-      if key > wkey[k] and (slot == nil or wkey[k] < wkey[slot]) then slot = k end
-    end
-    if not slot then return end
+-- The slot the frame just marked (key: its count of the ranking event)
+-- takes among the worst ones, nil when it is not one: a free one, else
+-- the least bad one's when it is worse.
+local function worst_slot(self, key)
+  local wn = self.wn
+  if wn < self.worst_n then return wn + 1 end
+  local slot, wkey = nil, self.wkey
+  for k = 1, wn do
+    if key > wkey[k] and (slot == nil or wkey[k] < wkey[slot]) then slot = k end
   end
+  return slot
+end
+
+local function keep_worst(self, slot, key, profile)
+  if slot > self.wn then self.wn = slot end
   self.wframe[slot], self.wkey[slot] = self.frame, key
   local wcounts = self.wcounts
   for i = 1, self.n do
@@ -233,11 +235,21 @@ function Frames:mark()
   end
   self.frame = self.frame + 1
   close_zones(self)
-  local profile = self.profiler and self.profiler:take()
+  local slot, key
   if self.worst_n > 0 then
     local s = ser[self.by]
-    keep_if_worst(self, s.vals[s.pos], profile)
+    key = s.vals[s.pos]
+    slot = worst_slot(self, key)
   end
+  local profile
+  local p = self.profiler
+  if p then
+    -- the frame's samples: a profile built when the frame is kept, else
+    -- dropped (the engine's take: building one reads the functions'
+    -- sources to name them, ~0.5 ms a frame)
+    if slot then profile = p:take() else p.engine:take() end
+  end
+  if slot then keep_worst(self, slot, key, profile) end
 end
 
 -- fr:reset(): the statistics start again from here (warm-up frames left
