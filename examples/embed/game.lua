@@ -21,6 +21,9 @@ local t = g:read()            -- game.read's table, refilled
 
 local game = {}
 
+-- the frames object, for the host's own zones (perfev_frames.h)
+game.frames = fr
+
 -- The frame's scripting: two functions whose costs are 3:1 by construction
 -- (the same loop, three quarters and a quarter of the iterations), what a
 -- profile of the frames shows (host.c's PROFILE argument: perfev.profile

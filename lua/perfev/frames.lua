@@ -146,7 +146,7 @@ function Frames:enable()
   end
   self.enabled = true
   -- the class's methods again (disable() put no-ops on the object)
-  self.mark, self.zone_begin = nil, nil
+  self.mark, self.zone_begin, self.zone_end = nil, nil, nil
   self.group:read(self.counts)
   local last, counts = self.last, self.counts
   for i = 1, self.n do last[i] = counts[i] or 0 end
@@ -158,7 +158,7 @@ end
 -- dropped, and so is the frame in progress.
 function Frames:disable()
   check(self, "disable")
-  self.mark, self.zone_begin = noop, null_zone
+  self.mark, self.zone_begin, self.zone_end = noop, null_zone, noop
   if not self.enabled then return true end
   self.enabled = false
   self.depth = 0
@@ -345,6 +345,15 @@ function Zone:finish()
   fr.depth = d - 1
 end
 
+-- fr:zone_end(): the innermost open zone's finish, for a caller that does
+-- not keep the zone (a C host: examples/embed/perfev_frames.h).
+function Frames:zone_end()
+  check(self, "zone_end")
+  local z = self.stack[self.depth]
+  if not z then fail("zone_end: no zone is open") end
+  return z:finish()
+end
+
 ---------------------------------------------------------------------------
 -- results
 
@@ -421,7 +430,7 @@ function Frames:close()
   if getmetatable(self) ~= Frames or self.is_closed then return true end
   self.is_closed = true
   self.enabled = false
-  self.mark, self.zone_begin = noop, null_zone
+  self.mark, self.zone_begin, self.zone_end = noop, null_zone, noop
   if self.profiler then self.profiler:close() end
   return self.group:close()
 end
