@@ -84,6 +84,7 @@ function M.new(opts)
   local worst = opts.worst or M.DEFAULT_WORST
   if worst < 0 then fail("option 'worst' must be 0 or more, got " .. options.describe(worst)) end
   local keep = opts.keep or M.DEFAULT_KEEP
+  if type(opts.events) == "table" and #opts.events == 0 then fail("option 'events' lists no event") end
   local g, msg, errno = group.new(opts.events or M.DEFAULT_EVENTS)
   if not g then return nil, msg, errno end
   local names = g:names()
@@ -321,6 +322,7 @@ end
 
 -- zone:finish(): ends the zone (the innermost open one).
 function Zone:finish()
+  if getmetatable(self) ~= Zone then options.self(self, Zone, "perfev.frames zone", "finish") end
   local fr = self.frames
   if fr == nil then return end        -- the zone of a disabled frames object
   if not fr.enabled then return end   -- begun before fr:disable()
