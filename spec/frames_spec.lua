@@ -150,8 +150,10 @@ describe("perfev.frames", function()
     local p = fr.profiler:take()
     fr:close()
     local late = st.worst[1].profile.samples
-    assert.are.equal(0, p.throttled or 0, require("perfev.profile.data").throttle_note(p))
-    assert.are.equal(p.rate_asked, p.rate_now)
+    -- the bound may lower it a little on a loaded machine (LuaJIT's
+    -- engine, once: 999 to 640 Hz, 5 % of the run); the wrapped count
+    -- lowered it to 0 Hz
+    assert.is_true(p.rate_now >= p.rate_asked / 4, require("perfev.profile.data").throttle_note(p))
     assert.is_true(late > 0, "no sample in the slowest of the last 20 frames")
   end)
 
@@ -166,17 +168,26 @@ describe("perfev.frames", function()
         fr:mark()
       end
     end
-    -- warmed up (zones and depths seen, LuaJIT's traces compiled), then a
-    -- full collection and a few more frames (group_spec says why)
+    -- LuaJIT: with its compiler off. Its heap also holds the traces it
+    -- compiles, and when it compiles one depends on the run (a side trace
+    -- for a branch taken now and then: 0.3 to 7 KiB in some rounds of
+    -- 10000 frames, in every round of some runs); compiled code allocates
+    -- no more than the interpreter does.
+    local jit = rawget(_G, "jit")
+    if jit then
+      jit.off()
+      jit.flush()
+    end
+    -- warmed up (zones and depths seen), then a full collection and a few
+    -- more frames (group_spec says why)
     frames(1000)
     collectgarbage()
     collectgarbage()
     collectgarbage("stop")
     frames(100)
-    -- the least of 3 rounds: LuaJIT's heap also holds a side trace it
-    -- compiles late (a frame entering the worst ones now and then: 0.6 to
-    -- 7 KiB in one round of 10000 frames, 0 in the others), an allocation
-    -- per mark would be in every round
+    -- the least of 3 rounds (LuaJIT's interpreter too grew by 0.6 KiB in
+    -- one round of one run in three): an allocation per mark would be in
+    -- every round
     local grown = math.huge
     for _ = 1, 3 do
       local before = collectgarbage("count")
@@ -184,6 +195,7 @@ describe("perfev.frames", function()
       grown = math.min(grown, collectgarbage("count") - before)
     end
     collectgarbage("restart")
+    if jit then jit.on() end
     local st = fr:stats()
     fr:close()
     assert.are.equal(0, grown, ("%.3f KiB allocated by 10000 frames"):format(grown))
