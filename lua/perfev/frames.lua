@@ -110,14 +110,18 @@ function M.new(opts)
   end
   if opts.profile then
     local popts = type(opts.profile) == "table" and opts.profile or {}
-    local p, pmsg, perrno = require("perfev.profile").profile(popts)
+    -- a mistake in the profile's options (raised) or a refusal: the group closed
+    local pok, p, pmsg, perrno = pcall(require("perfev.profile").profile, popts)
+    if not pok then g:close() error(p, 0) end
     if not p then g:close() return nil, pmsg, perrno end
     self.profiler = p
   end
   if opts.enabled == false then
     self:disable()
   else
-    local eok, emsg, eerrno = self:enable()
+    -- raises when another profiler runs on this thread (one per thread)
+    local cok, eok, emsg, eerrno = pcall(self.enable, self)
+    if not cok then self:close() error(eok, 0) end
     if not eok then self:close() return nil, emsg, eerrno end
   end
   return self
