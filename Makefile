@@ -413,7 +413,7 @@ $(STATIC_LIB): $(OBJS) | $(NEED_DEPS)
 	rm -f $@
 	$(AR) rcs $@ build/perfev-static.o
 
-$(EMBED_HOST): examples/embed/host.c $(STATIC_LIB) $(FLAGS_STAMP) | $(NEED_DEPS)
+$(EMBED_HOST): examples/embed/host.c examples/embed/perfev_frames.h $(STATIC_LIB) $(FLAGS_STAMP) | $(NEED_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -o $@ $< $(STATIC_LIB) \
 	  $(LDFLAGS) $(EMBED_LUA_LIBS)

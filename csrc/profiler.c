@@ -114,14 +114,23 @@ static unsigned long perf_data(const siginfo_t *si)
   return v;
 }
 
+/* The signals not charged yet. p:take() and p:reset() zero both counts
+ * (swap_out); a signal between the two stores leaves charged_signals
+ * ahead of p->signals: then all of p->signals, never a wrapped difference. */
+static uint64_t uncharged(const struct profiler *p)
+{
+  uint64_t done = p->budget.charged_signals;
+  return p->signals >= done ? p->signals - done : p->signals;
+}
+
 /* Charges the budget with the signals not charged yet and cost ns more
- * (the hook's own time), at now. */
+ * (the hook's own time, the arming's), at now. */
 static void charge(struct profiler *p, uint64_t cost, uint64_t now)
 {
   uint64_t armed = atomic_exchange(&p->arm_ns, 0);
   p->arm_cost += armed;   /* charge() never nests: the handler leaves it to a running hook */
   cost += armed;
-  uint64_t n = p->signals - p->budget.charged_signals;
+  uint64_t n = uncharged(p);
   p->budget.charged_signals = p->signals;
   prof_budget_charge(&p->budget, cost + n * (p->budget.signal_ns + p->budget.irq_ns), now);
 }
@@ -173,7 +182,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     if (t1 > t0)
       atomic_fetch_add(&p->arm_ns, t1 - t0);
   }
-  if (!p->in_hook && p->signals - p->budget.charged_signals >= SIGNALS_CHARGED)
+  if (!p->in_hook && uncharged(p) >= SIGNALS_CHARGED)
     charge(p, 0, prof_budget_now());
   errno = saved;
 }
@@ -719,6 +728,11 @@ static void swap_out(struct profiler *p, struct prof_agg *out)
   memset(&p->agg, 0, sizeof p->agg);
   p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
   p->arm_cost = 0;
+  /* the budget's count of the signals it charged restarts with p->signals:
+   * left as it was, the next charge's p->signals - charged_signals wrapped
+   * around (2^64 signals' cost) and lowered the rate to 0 Hz (a period of
+   * seconds) at the next window after a p:take() */
+  p->budget.charged_signals = 0;
   p->oom = 0;
 }
 

@@ -54,7 +54,8 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
     assert.truthy(out:find("cannot read the game script", 1, true), out)
   end)
 
-  it("reads the group once a frame, counts the frames' work, and leaves no fd behind", function()
+  it("reads the group once a frame, counts the frames' work and zones (from C too), and leaves no fd behind",
+     function()
     local out, status = run(LPATH .. " build/embed/host examples/embed/game.lua " .. FRAMES)
     assert.are.equal(0, status, out)
     local f = fields(out)
@@ -81,6 +82,29 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
       assert.is_true(r[2] <= r[3] and r[3] <= r[4] and r[4] <= r[5], out)
     end
     assert.is_true(faults[2] >= FRAME_PAGES, out)
+    -- the zones: the host's world update marked from C (perfev_frames.h),
+    -- with its FRAME_PAGES page faults a frame; the script's own two
+    local zones, z = {}, nil
+    for line in out:gmatch("[^\n]+") do
+      local zone, calls = line:match("^  (%a+) %((%d+) calls%)$")
+      if zone then
+        z = { calls = tonumber(calls) }
+        zones[zone] = z
+      elseif z and line:match("^    %a") then
+        local name, mean, p50 = line:match("^    (%a[%a%- ]-) +([%d.]+) +([%d.]+)")
+        z[name] = { tonumber(mean), tonumber(p50) }
+      else
+        z = nil
+      end
+    end
+    local world = zones.world
+    assert.truthy(world and zones.think and zones.animate, out)
+    for _, zone in pairs(zones) do assert.are.equal(FRAMES, zone.calls, out) end
+    assert.is_true(world["page-faults"][2] >= FRAME_PAGES, out)
+    assert.is_true(world["page-faults"][1] * FRAMES <= f.page_faults, out)
+    -- (each mean printed to 3 decimals: 0.002 for their rounding)
+    assert.is_true(world["task-clock ms"][1] + zones.think["task-clock ms"][1] + zones.animate["task-clock ms"][1]
+                   <= clock[1] + 0.002, out)
     local worst = {}
     for ms in out:gmatch("\n  frame %d+ +([%d.]+) ms  page%-faults %d+  context%-switches %d+") do
       worst[#worst + 1] = tonumber(ms)

@@ -2,30 +2,27 @@
 -- measures every frame with one group read. The host calls
 --   local game = dofile("game.lua")   -- this file returns the table below
 --   game.frame(n)                     -- once per frame, after its update:
---                                     -- the frame's scripting, then one group read
+--                                     -- the frame's scripting, then fr:mark()
 --   game.read()                       -- one g:read(t) alone (timed by the host)
 --   game.report()                     -- the per-frame table: mean, p50, p95, p99,
 --                                     -- max of each event, and the worst frames
 --   game.close()                      -- before lua_close
--- g:read(t) refills the same table; each frame's counts go into arrays
--- (which grow now and then, by doubling) for the report at the end.
+-- perfev.frames counts the frames: fr:mark() once a frame (one group read
+-- into a table it refills, each event's count into a ring allocated once),
+-- two zones inside each frame (the scripting's two systems), and the
+-- per-frame table of fr:report() at the end (doc/games.md).
 local perfev = require "perfev"
 
 local EVENTS = { "task-clock", "page-faults", "context-switches" }
 
-local g = assert(perfev.group(EVENTS))
-local t = g:read()            -- the table every frame refills
-local total = { frames = 0 }
-for _, name in ipairs(EVENTS) do total[name] = 0 end
-local last = {}
-for _, name in ipairs(EVENTS) do last[name] = 0 end
--- each frame's counts, by event: per_frame[name][frame]
-local per_frame = {}
-for _, name in ipairs(EVENTS) do per_frame[name] = {} end
-
-g:enable()
+local fr = assert(perfev.frames { events = EVENTS, worst = 5 })
+local g = fr.group
+local t = g:read()            -- game.read's table, refilled
 
 local game = {}
+
+-- the frames object, for the host's own zones (perfev_frames.h)
+game.frames = fr
 
 -- The frame's scripting: two functions whose costs are 3:1 by construction
 -- (the same loop, three quarters and a quarter of the iterations), what a
@@ -41,64 +38,37 @@ local K = rawget(_G, "jit") and 10 or 1   -- LuaJIT runs the loop ~10 times fast
 local function think() local r = work(30000 * K) return r end
 local function animate() local r = work(10000 * K) return r end
 
--- The counts of this frame (since the previous one) go to the totals.
+-- The frame's scripting, each system in a zone; the mark ends the frame.
 function game.frame()
-  game.state = think() + animate()
-  g:read(t)
-  for i = 1, #EVENTS do
-    local name = EVENTS[i]
-    local v = t[i]
-    total[name] = total[name] + (v - last[name])
-    per_frame[name][total.frames + 1] = v - last[name]
-    last[name] = v
-  end
-  total.frames = total.frames + 1
+  local z = fr:zone_begin("think")
+  local a = think()
+  z:finish()
+  z = fr:zone_begin("animate")
+  local b = animate()
+  z:finish()
+  game.state = a + b
+  fr:mark()
 end
 
 -- The per-frame table a game developer reads: per event the mean, the
 -- 50th, 95th and 99th percentiles (nearest rank) and the max of a frame,
--- then the WORST slowest frames by task-clock with their other counts.
-local WORST = 5
-local function percentile(sorted, p)
-  return sorted[math.max(1, math.ceil(p / 100 * #sorted))]
-end
-
-function game.report()
-  local n = total.frames
-  if n == 0 then return "no frame ran\n" end
-  local out = { ("%-18s %10s %10s %10s %10s %10s"):format("per frame", "mean", "p50", "p95", "p99", "max") }
-  for _, name in ipairs(EVENTS) do
-    local scale, label = 1, name
-    if name == "task-clock" then scale, label = 1e-6, "task-clock ms" end
-    local sorted = {}
-    for f = 1, n do sorted[f] = per_frame[name][f] * scale end
-    table.sort(sorted)
-    out[#out + 1] = ("%-18s %10.3f %10.3f %10.3f %10.3f %10.3f"):format(label, total[name] * scale / n,
-      percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99), sorted[n])
-  end
-  local order = {}
-  for f = 1, n do order[f] = f end
-  local clock = per_frame["task-clock"]
-  table.sort(order, function(a, b) return clock[a] > clock[b] end)
-  out[#out + 1] = ("worst %d frames by task-clock:"):format(math.min(WORST, n))
-  for i = 1, math.min(WORST, n) do
-    local f = order[i]
-    out[#out + 1] = ("  frame %-6d %8.3f ms  page-faults %d  context-switches %d"):format(f, clock[f] * 1e-6,
-      per_frame["page-faults"][f], per_frame["context-switches"][f])
-  end
-  return table.concat(out, "\n") .. "\n"
-end
+-- the zones the same, then the 5 slowest frames by task-clock with their
+-- other counts.
+function game.report() return fr:report() end
 
 function game.read() g:read(t) end
 
 -- The leader's fd, for the host's raw read(2) of the same group.
 function game.leader_fd() return g:events()[1]:fileno() end
 
-function game.totals() return total end
-
-function game.close()
-  g:disable()
-  g:close()
+-- { frames = n, [event] = the count over every frame }
+function game.totals()
+  local st = fr:stats()
+  local total = { frames = st.frames }
+  for _, name in ipairs(EVENTS) do total[name] = st.events[name] and st.events[name].total or 0 end
+  return total
 end
+
+function game.close() fr:close() end
 
 return game

@@ -9,6 +9,9 @@
  * frame's counters with one g:read(t) into a table it reuses. At the end
  * the host times that read against a raw read(2) of the same group leader
  * and checks that closing the group and the state closed every fd.
+ * The script's frames object (game.frames, perfev.frames) also gets the
+ * host's world update as a zone, "world", marked from C with
+ * perfev_frames.h (header-only: calls of the object's methods).
  * With a third argument, the host profiles the frames' Lua by function
  * (perfev.profile, made and driven from C: resumed before each call of
  * game.frame, paused after it, so that the host's own C work between is
@@ -41,6 +44,7 @@
 #ifndef LUA_OK
 #  define LUA_OK 0
 #endif
+#include "perfev_frames.h"   /* marks and zones of perfev.frames from C */
 
 /* The one symbol libperfev.a exports. */
 int luaopen_perfev_core(lua_State *L);
@@ -137,6 +141,15 @@ static unsigned long update_world(unsigned frame)
   return sum;
 }
 
+/* A perfev_frames call's status: exits on error. */
+static void frames_ok(lua_State *L, int status, const char *what)
+{
+  if (status != LUA_OK) {
+    fprintf(stderr, "host: %s: %s\n", what, lua_tostring(L, -1));
+    exit(1);
+  }
+}
+
 /* Calls game.<name>() (the game table is at index 1); exits on error. */
 static void call_game(lua_State *L, const char *name, int nresults)
 {
@@ -193,6 +206,8 @@ int main(int argc, char **argv)
   unsigned frames = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 600;
   const char *profile = argc > 3 ? argv[3] : NULL;
   int prof = LUA_NOREF;
+  perfev_frames fr;
+  int have_frames;
   unsigned long world = 0;
   int fds_before, fds_during, fds_after, fd;
   double t0, lua_ns, raw_ns;
@@ -224,6 +239,10 @@ int main(int argc, char **argv)
   }
   lua_settop(L, 1);
   fds_during = count_fds();
+  /* the script's perfev.frames object (game.frames), if it has one: the
+   * host's own work goes into its zone "world" */
+  lua_getfield(L, 1, "frames");
+  have_frames = perfev_frames_take(&fr, L) == 0;
 
   if (profile) {
     prof = new_profiler(L);
@@ -234,7 +253,11 @@ int main(int argc, char **argv)
 
   /* the game loop */
   for (unsigned f = 0; f < frames; f++) {
+    if (have_frames)
+      frames_ok(L, perfev_frames_zone_begin(&fr, "world"), "zone_begin");
     world += update_world(f);
+    if (have_frames)
+      frames_ok(L, perfev_frames_zone_end(&fr), "zone_end");
     if (profile)
       profiler_call(L, prof, "resume", NULL);
     call_game(L, "frame", 0);
@@ -301,6 +324,8 @@ int main(int argc, char **argv)
   fputs(lua_tostring(L, -1), stdout);
   lua_pop(L, 1);
 
+  if (have_frames)
+    perfev_frames_release(&fr);
   call_game(L, "close", 0);
   lua_close(L);
   fds_after = count_fds();

@@ -37,6 +37,9 @@ M.ENTRIES = {
   { "attach", "perfev.attach{ pid, event, freq | period, duration } -> profiler | nil, message, errno",
     "profile the Lua functions of a process that is already running (ptrace: each sample stops it "
     .. "where it ran); the same profiler object and outputs as perfev.profile", "doc/attach.md" },
+  { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled } -> frames | nil, message, errno",
+    "per-frame counters of a game loop: fr:mark() once a frame, fr:zone_begin(name) ... z:finish(), "
+    .. "fr:report() (mean, p50, p95, p99, max, the worst frames with their Lua profile)", "doc/games.md" },
   { "sampler", "perfev.sampler{ command | pid, cpus, period | freq, ... } -> session | nil, message, errno",
     "sample a task and its children on every CPU: s:records() decodes the rings", "doc/sampler.md" },
   { "record", "perfev.record{ output, event, freq | period, callchain, fn | command, ... } -> summary",

@@ -103,6 +103,8 @@ end
 --     children, or a command (see perfev/sampler.lua, doc/sampler.md)
 --   perfev.record(opts) -> summary: sample into a perf.data file, like perf
 --     record (see perfev/record.lua, doc/perfdata-write.md)
+--   perfev.frames(opts) -> per-frame counters, zones and worst frames of a
+--     game loop (see perfev/frames.lua, doc/games.md)
 --   perfev.perfdata, perfev.perfmap: the modules
 --   perfev.attach(opts) -> the profile of a running process's Lua stacks
 --     (see perfev/attach/init.lua, doc/attach.md)
@@ -115,6 +117,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
   profile = { "perfev.profile", "profile" },
   attach = { "perfev.attach", "attach" },
+  frames = { "perfev.frames", "new" },
   report = { "perfev.report" },
   stat = { "perfev.stat" },
   on_warning = { "perfev.warn", "on_warning" },
