@@ -998,7 +998,7 @@ int perfev_profiler_open_lib(lua_State *L)
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "take", l_take },
     { "discard", l_discard },
-    { "running", l_running },
+    { "running", l_running }, { "close", l_gc },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };
   perfev_class_register(L, PROFILER_MT, meta, methods);

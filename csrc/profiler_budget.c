@@ -357,7 +357,7 @@ int perfev_profiler_budget_open_lib(lua_State *L)
   };
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "now", l_now }, { "charge", l_charge }, { "read", l_read },
-    { "quiesce", l_quiesce }, { NULL, NULL }
+    { "quiesce", l_quiesce }, { "close", l_gc }, { NULL, NULL }
   };
   perfev_class_register(L, BUDGET_MT, meta, methods);
   lua_pushcfunction(L, l_budget);

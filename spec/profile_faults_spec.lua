@@ -43,6 +43,34 @@ print("survived")
     assert.matches("survived", out, 1, true)
   end)
 
+  it("p:close() lets go of every copy of the event: perfev.enable_all() after it wakes no signal", function()
+    if os.getenv("PERFEV_CHECK") == "valgrind" then
+      pending("valgrind cannot take a perf event's SIGTRAP (TRAP_PERF): it aborts")
+      return
+    end
+    -- page-faults and context-switches come as SIGTRAP (attr.sigtrap), the
+    -- clocks as a real-time signal: after p:close() no handler is left for
+    -- either, and prctl(PR_TASK_PERF_EVENTS_ENABLE) enables every event the
+    -- process still holds open
+    local out, ok = child(BUSY .. [[
+local perfev = require "perfev"
+for _, ev in ipairs { "page-faults", "context-switches", "cpu-clock" } do
+  local p = assert(perfev.profile { event = ev, period = ev == "cpu-clock" and 100000 or 1 })
+  p:run(busy)
+  p:close()
+end
+perfev.enable_all()
+local t = {}
+for i = 1, 2000 do t[i] = string.rep("x", 4096) end   -- page faults
+for _ = 1, 20 do os.execute("true") end               -- context switches
+busy()
+perfev.disable_all()
+print("survived")
+]])
+    assert.is_true(ok, out)
+    assert.matches("survived", out, 1, true)
+  end)
+
   it("closing the event and collecting the profiler without p:stop()", function()
     local out, ok = child(BUSY .. [[
 local perfev = require "perfev"

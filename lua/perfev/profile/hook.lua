@@ -135,8 +135,13 @@ function Engine:read()
   return r
 end
 
+-- The profiler's own copy of the event's fd is closed here too: an event
+-- left open (disabled) until the collector runs would be enabled again by
+-- perfev.enable_all() (prctl), and its signal, with no handler any more,
+-- would end the process (SIGTRAP, a real-time signal's default).
 function Engine:close()
   self.p:stop()
+  self.p:close()
   self.ring:close()
   self.ev:close()
 end

@@ -467,6 +467,7 @@ end
 
 function Engine:close()
   self:stop()
+  if self.budget then self.budget:close() end   -- its copy of the fd (hook.lua's Engine:close)
   self.ring:close()
   self.ev:close()
 end
