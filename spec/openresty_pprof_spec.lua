@@ -105,6 +105,8 @@ describe("examples/openresty's /debug/pprof/profile read by go tool pprof", func
     assert.matches("^HTTP/1.1 200", headers, nil, false, out)
     assert.matches("\nContent%-Type: application/octet%-stream\r\n", headers)
     assert.matches("\nX%-Perfev%-Workers: " .. O.WORKERS .. "\r\n", headers)
+    local log = shell.read_file(dir .. "/nginx/logs/error.log") or ""
+    assert.is_nil(log:find("%[error%]") or log:find("stack traceback"), log)
     assert.equal("\31\139", (shell.read_file(dir .. "/p.pb.gz") or ""):sub(1, 2))
     out = pprof("-raw " .. dir .. "/p.pb.gz")
     assert.matches("PeriodType: cpu nanoseconds", out)
@@ -164,6 +166,14 @@ describe("examples/openresty's /debug/pprof/profile read by go tool pprof", func
     -- and once it is over, a window opens again
     body, code = get("debug/pprof/profile?seconds=1")
     assert.equal("200", code, body)
+    -- a /profile session taken by both workers, complete: its profilers
+    -- are given up, both workers join the next window
+    body, code = get("profile?n=40&loc=/work/split")
+    assert.equal("200", code, body)
+    run(("wrk -t2 -c4 -d2s %s/work/split"):format(base))
+    assert(O.eventually(function() return run("curl -s " .. base .. "/profile"):find("(complete)", 1, true) end))
+    local headers = run(("curl -s -D - -o /dev/null '%s/debug/pprof/profile?seconds=1'"):format(base))
+    assert.matches("\nX%-Perfev%-Workers: " .. O.WORKERS .. "\r\n", headers)
     local log = shell.read_file(dir .. "/nginx/logs/error.log") or ""
     assert.is_nil(log:find("%[error%]") or log:find("stack traceback"), log)
   end)

@@ -219,6 +219,19 @@ function M.finish(opts)
   return fold_into(d, pr, taken, sid)
 end
 
+-- release([opts]): this worker's profiler closed when the session it ran
+-- for wants no more requests (or was replaced) and none of its requests is
+-- in flight: a worker whose last request ended while another worker took
+-- the session's last one keeps it open otherwise, and one profiler runs
+-- per worker (perfev.profile.scrape's windows ask for it).
+function M.release(opts)
+  if not worker.p or worker.inflight > 0 then return true end
+  local d = dict(opts)
+  if d and d:get("sid") == worker.sid and (d:get("left") or 0) > 0 then return true end
+  close_worker()
+  return true
+end
+
 -- The session's profile, summed over the workers.
 function M.profile(opts)
   local d, err = dict(opts)

@@ -92,6 +92,7 @@ local function look(premature, d)
   worker.wid = wid
   local left = (d:get("until") or 0) - ngx.now()
   if not d:get("running") or left <= 0 then return end
+  resty.release()                       -- a finished /profile session's profiler
   local freq, period = d:get("freq"), d:get("period")
   local p, err = resty.open { event = d:get("event"), freq = freq or nil, period = period or nil }
   local ok
