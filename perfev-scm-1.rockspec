@@ -136,6 +136,7 @@ build = {
       ["perfev.profile.pprof"] = "lua/perfev/profile/pprof.lua",
       ["perfev.profile.protobuf"] = "lua/perfev/profile/protobuf.lua",
       ["perfev.profile.resty"] = "lua/perfev/profile/resty.lua",
+      ["perfev.profile.scrape"] = "lua/perfev/profile/scrape.lua",
       ["perfev.profile.speedscope"] = "lua/perfev/profile/speedscope.lua",
       ["perfev.profile.svg"] = "lua/perfev/profile/svg.lua",
       ["perfev.profile.text"] = "lua/perfev/profile/text.lua",

@@ -343,6 +343,15 @@ for name, f in pairs { profile_start = "start", profile_finish = "finish", profi
   _M[name] = function(opts) return require("perfev.profile.resty")[f](opts) end
 end
 
+-- The Lua stacks of every worker over N seconds, gzipped profile.proto
+-- (Go's net/http/pprof convention, scraped by Parca and Grafana Alloy):
+-- lua/perfev/profile/scrape.lua, doc/openresty.md.
+--   init_worker_by_lua*:              pprof_init([{ dict = }])   (default dict perfev_pprof)
+--   location = /debug/pprof/profile: pprof_serve([{ dict = }]) (?seconds=N[&event=E][&freq=F|&period=P])
+for name, f in pairs { pprof_init = "init", pprof_serve = "serve" } do
+  _M[name] = function(opts) return require("perfev.profile.scrape")[f](opts) end
+end
+
 -- tostring(inst): what a REPL or an error log shows of an instance:
 -- perfev.resty (task-clock, page-faults; 2 labels; dict perfev) or closed.
 function mt.__tostring(self)

@@ -51,9 +51,12 @@ function M.decode(text, opts)
     local c = label:match("^(.-) %[C%]$")
     local src, line = label:match("%((.-):(%d+)%)$")
     local what = c and "C" or (src and "Lua") or "folded"
-    p.funcs[id] = { name = c or label, label = label, what = what, source = src,
+    -- a Lua function's name is its label's before the place: pprof shows
+    -- it by name and file, as Go's
+    local name = c or (src and label:match("^(.-) %(")) or label
+    p.funcs[id] = { name = name, label = label, what = what, source = src,
                     linedefined = tonumber(line) or -1 }
-    p.frames[id] = { name = c or label, source = src, line = -1, linedefined = tonumber(line) or -1,
+    p.frames[id] = { name = name, source = src, line = -1, linedefined = tonumber(line) or -1,
                      what = what, func = id }
     by[label] = id
     return id

@@ -37,8 +37,8 @@ M.FORMATS = { folded = "text/plain", speedscope = "application/json", svg = "ima
 -- this worker's profiler: { p, inflight, taken, sid }
 local worker = { inflight = 0, taken = 0 }
 
-local function dict(opts)
-  local name = (type(opts) == "table" and opts.dict) or M.DICT
+local function dict(opts, default)
+  local name = (type(opts) == "table" and opts.dict) or default or M.DICT
   local d = ngx.shared[name]
   if not d then return nil, "perfev.resty: no lua_shared_dict named '" .. tostring(name) .. "'" end
   return d
@@ -60,6 +60,8 @@ local function open(o)
   return p, warnings
 end
 
+M.open, M.dict = open, dict
+
 -- param(args, name) -> the query argument's string | nil | false, message
 -- (given twice, or without a value)
 local function param(args, name)
@@ -69,21 +71,21 @@ local function param(args, name)
   return v
 end
 
--- The arguments of a new session, checked: { n, loc, event, freq, period }
--- | nil, message.
-local function session_args(args)
+-- args(query, names) -> { name = string } | nil, message: the query
+-- arguments named, each at most once and with a value.
+function M.args(query, names)
   local t = {}
-  for _, name in ipairs { "n", "loc", "event", "freq", "period" } do
-    local v, msg = param(args, name)
+  for _, name in ipairs(names) do
+    local v, msg = param(query, name)
     if v == false then return nil, msg end
     t[name] = v
   end
-  local n = tonumber(t.n)
-  if not n or n < 1 or n ~= math.floor(n) then
-    return nil, "n must be a positive integer, got " .. (t.n and ("'" .. t.n .. "'") or "none")
-  end
-  t.n = n
-  if not t.loc or t.loc:sub(1, 1) ~= "/" then return nil, "loc must be a path (/...)" end
+  return t
+end
+
+-- rate(t) -> t | nil, message: t.freq and t.period as numbers (perfev.profile
+-- checks them further), at most one of them; t.event cpu-clock by default.
+function M.rate(t)
   for _, name in ipairs { "freq", "period" } do
     if t[name] ~= nil then
       local v = tonumber(t[name])
@@ -94,6 +96,20 @@ local function session_args(args)
   if t.freq and t.period then return nil, "give freq or period, not both" end
   t.event = t.event or "cpu-clock"
   return t
+end
+
+-- The arguments of a new session, checked: { n, loc, event, freq, period }
+-- | nil, message.
+local function session_args(args)
+  local t, msg = M.args(args, { "n", "loc", "event", "freq", "period" })
+  if not t then return nil, msg end
+  local n = tonumber(t.n)
+  if not n or n < 1 or n ~= math.floor(n) then
+    return nil, "n must be a positive integer, got " .. (t.n and ("'" .. t.n .. "'") or "none")
+  end
+  t.n = n
+  if not t.loc or t.loc:sub(1, 1) ~= "/" then return nil, "loc must be a path (/...)" end
+  return M.rate(t)
 end
 
 -- new_session(d, args) -> sid, warnings | nil, message: a new session (the
@@ -171,11 +187,8 @@ end
 -- Adds a profile's folded stacks to the session's.
 local function fold_into(d, pr, taken, sid)
   if d:get("sid") ~= sid then return true end         -- a new session began meanwhile
-  for _, t in ipairs(folded.fold(pr)) do
-    local _, err = d:incr("s\t" .. t.key, t.weight, 0)
-    if err then return nil, "perfev.resty: " .. err end
-  end
-  d:incr("samples", pr.samples, 0)
+  local ok, err = M.fold(d, pr)
+  if not ok then return nil, err end
   d:incr("done", taken, 0)
   return true
 end
@@ -206,10 +219,30 @@ function M.finish(opts)
   return fold_into(d, pr, taken, sid)
 end
 
+-- release([opts]): this worker's profiler closed when the session it ran
+-- for wants no more requests (or was replaced) and none of its requests is
+-- in flight: a worker whose last request ended while another worker took
+-- the session's last one keeps it open otherwise, and one profiler runs
+-- per worker (perfev.profile.scrape's windows ask for it).
+function M.release(opts)
+  if not worker.p or worker.inflight > 0 then return true end
+  local d = dict(opts)
+  if d and d:get("sid") == worker.sid and (d:get("left") or 0) > 0 then return true end
+  close_worker()
+  return true
+end
+
 -- The session's profile, summed over the workers.
 function M.profile(opts)
   local d, err = dict(opts)
   if not d then return nil, err end
+  return M.summed(d, ("%s: %.0f requests of %s"):format(tostring(d:get("event")), d:get("done") or 0,
+                                                        tostring(d:get("loc"))))
+end
+
+-- summed(d, name) -> the profile of the folded stacks a dict holds (keys
+-- "s\t" .. stack), its event, unit, samples, freq and period.
+function M.summed(d, name)
   local lines = {}
   for _, k in ipairs(d:get_keys(0)) do
     local stack = k:match("^s\t(.*)$")
@@ -217,11 +250,20 @@ function M.profile(opts)
   end
   table.sort(lines)
   local p = folded.decode(table.concat(lines, "\n"), {
-    event = d:get("event"), unit = d:get("unit"), samples = d:get("samples"),
-    name = ("%s: %.0f requests of %s"):format(tostring(d:get("event")), d:get("done") or 0,
-                                            tostring(d:get("loc"))) })
+    event = d:get("event"), unit = d:get("unit"), samples = d:get("samples"), name = name })
   p.freq, p.period = d:get("freq") or nil, d:get("period") or nil
   return p
+end
+
+-- fold(d, pr) -> true | nil, message: a profile's folded stacks added to a
+-- dict's (keys "s\t" .. stack), its samples to "samples".
+function M.fold(d, pr)
+  for _, t in ipairs(folded.fold(pr)) do
+    local _, err = d:incr("s\t" .. t.key, t.weight, 0)
+    if err then return nil, "perfev.resty: " .. err end
+  end
+  d:incr("samples", pr.samples, 0)
+  return true
 end
 
 -- The status line of the session.
@@ -246,6 +288,13 @@ function M.serve(opts)
   end
   local args = ngx.req.get_uri_args()
   if args.n or args.loc then
+    local why = require("perfev.profile.scrape").running(opts)
+    if why then
+      ngx.status = 409
+      ngx.header["Content-Type"] = "text/plain"
+      ngx.say("perfev.resty: ", why)
+      return
+    end
     local sid, msg = new_session(d, args)
     if not sid then
       ngx.status = 400
