@@ -387,9 +387,22 @@ static int l_close(lua_State *L)
   return 0;
 }
 
+/* "perfev.tracer(pid 123, 2 threads, signal 23)", or "(pid 123, closed)" */
+static int l_tostring(lua_State *L)
+{
+  const struct attach_tracer *tr = (const struct attach_tracer *)perfev_self(L, PERFEV_TRACER_MT);
+  if (tr->closed)
+    lua_pushfstring(L, "%s(pid %d, closed)", PERFEV_TRACER_MT, (int)tr->pid);
+  else
+    lua_pushfstring(L, "%s(pid %d, %d threads, signal %d)", PERFEV_TRACER_MT, (int)tr->pid, (int)tr->n,
+                    tr->signo);
+  return 1;
+}
+
 int perfev_attach_open_lib(lua_State *L)
 {
-  static const luaL_Reg meta[] = { { "__gc", l_close }, { "__close", l_close }, { NULL, NULL } };
+  static const luaL_Reg meta[] = { { "__gc", l_close }, { "__close", l_close }, { "__tostring", l_tostring },
+                                   { NULL, NULL } };
   static const luaL_Reg methods[] = {
     { "route", l_route }, { "resume", l_resume }, { "wait", perfev_tracer_wait },
     { "tids", l_tids }, { "pid", l_pid }, { "closed", l_closed }, { "close", l_close },

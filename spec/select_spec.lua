@@ -203,9 +203,16 @@ describe("field selection", function()
       for cut = 8, #good - 1 do
         local bytes = good .. good .. good .. compat.pack("=I4I2I2", 9, 2, cut) .. good:sub(9, cut)
         local ok_full, full = pcall(decode_all, bytes, attr)
-        -- selection reads what it needs: the attr's period needs no byte of the sample
-        local periods = steps(perfev.decode(bytes, attr, { fields = { "period" } }))
-        assert.same({ { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 } }, periods)
+        -- the attr's period needs no byte of the sample, yet a selection of it
+        -- refuses the record the full decoder refuses (issue 20: perfev report
+        -- counted a sample that records() refused)
+        local ok_p, periods = pcall(function() return steps(perfev.decode(bytes, attr, { fields = { "period" } })) end)
+        assert.equal(ok_full, ok_p, ("cut at %d, period: %s / %s"):format(cut, tostring(full), tostring(periods)))
+        if ok_full then
+          assert.same({ { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 }, { 4000, n = 1 } }, periods)
+        else
+          assert.matches("malformed record at offset 96", periods)
+        end
         for _, names in ipairs(SETS) do
           local ok_sel, got = pcall(function() return steps(perfev.decode(bytes, attr, { fields = names })) end)
           assert.equal(ok_full, ok_sel, ("cut at %d, %s: %s / %s"):format(cut, table.concat(names, ","),

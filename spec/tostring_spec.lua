@@ -89,6 +89,15 @@ local C_CLASSES = {
     local b = core.profiler_budget(ev, 0.25)
     return b, { "bound 25%", "lowered 0 times" }, function() ev:close() end, false
   end,
+  ["perfev.tracer"] = function()   -- perfev.attach's: a child of ours, traced
+    local pid = tonumber(u.sh("sleep 30 > /dev/null 2>&1 & echo $!"):match("%d+"))
+    local tr, msg = core.attach_tracer(pid)
+    if not tr then
+      u.sh("kill " .. pid)
+      return nil, "cannot trace a child here: " .. tostring(msg)
+    end
+    return tr, { "pid " .. pid, "1 threads" }, function() tr:close() u.sh("kill " .. pid) end
+  end,
   ["perfev.profiler"] = function()
     local ev = assert(core.open(sampling_attr(), 0, -1))
     local ring = assert(ev:mmap(1))
