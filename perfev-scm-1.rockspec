@@ -67,6 +67,7 @@ build = {
             "csrc/ring_read.c",
             "csrc/ring_snapshot.c",
             "csrc/select.c",
+            "csrc/sigsave.c",
             "csrc/tally.c",
             "csrc/util.c",
          },

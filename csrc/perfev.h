@@ -178,6 +178,7 @@ int perfev_encode_open_lib(lua_State *L);   /* core.encode */
 
 /* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
 int perfev_clock_open_lib(lua_State *L);
+int perfev_sigsave_open_lib(lua_State *L);   /* core.signal_ignore (sigsave.c) */
 int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler*.c) */
 
 /* ---- perf.data reader (perfdata*.c) ---- */

@@ -30,7 +30,10 @@ local SAMPLES = 600
 local function sample(pid, n)
   local res = { stacks = {}, dropped = {} }
   local seen = 0
-  local p, why = attach.attach { pid = pid, reader = luajit, event = "cpu-clock", freq = 499, duration = 120,
+  -- a fixed period: each sample stands for the same CPU time (at a
+  -- frequency the kernel moves the period as it goes, and 1:3 by sample
+  -- count drifted to 34 % under load)
+  local p, why = attach.attach { pid = pid, reader = luajit, event = "cpu-clock", period = 2000000, duration = 120,
                                  on_sample = function(_, frames, reason, kind)
                                    seen = seen + 1
                                    if frames then

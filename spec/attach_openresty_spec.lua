@@ -81,6 +81,8 @@ describe("perfev profile -p an nginx worker", function()
 
     -- after: the same fds, RSS within 1 MiB (what perfev wrote lives in perfev)
     for _, wk in ipairs(workers) do
+      -- the load's connections close as nginx reads their end: waited for
+      O.eventually(function() return O.fds(wk) == fds0[wk] end, 60)
       assert.equal(fds0[wk], O.fds(wk), "worker " .. wk .. "'s fds")
       local rss = rss_kb(wk)
       assert.is_true(math.abs(rss - rss0[wk]) < 1024, ("worker %d RSS %d -> %d kB"):format(wk, rss0[wk], rss))

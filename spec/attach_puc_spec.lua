@@ -146,7 +146,8 @@ local function profile_attached(pid, n)
     s.weight, s.samples = s.weight + 1, s.samples + 1
     prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
   end
-  local p, why = attach.attach { pid = pid, event = "cpu-clock", freq = 499, duration = 120,
+  -- a fixed period (2 ms of CPU time): each sample stands for the same time
+  local p, why = attach.attach { pid = pid, event = "cpu-clock", period = 2000000, duration = 120,
                                  on_sample = function(tid, frames)
                                    seen = seen + 1
                                    if frames and #frames > 0 then add(tid, frames) end

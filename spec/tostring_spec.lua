@@ -98,6 +98,10 @@ local C_CLASSES = {
     end
     return tr, { "pid " .. pid, "1 threads" }, function() tr:close() u.sh("kill " .. pid) end
   end,
+  ["perfev.saved_signal"] = function()   -- the LuaJIT engine's SIGPROF, ignored while it runs
+    local saved = assert(core.signal_ignore(28))   -- SIGWINCH: ignored by default anyway
+    return saved, { "signal 28", "ignored" }, function() saved:restore() end, false
+  end,
   ["perfev.profiler"] = function()
     local ev = assert(core.open(sampling_attr(), 0, -1))
     local ring = assert(ev:mmap(1))

@@ -406,6 +406,11 @@ function Engine:start()
   -- jit.profile's SIGPROF handler first, then the event's overflows sent
   -- as SIGPROF to this thread: each one asks jit.profile for a sample
   self.budget:start(ring)
+  -- SIGPROF ignored under jit.profile, which keeps the disposition it finds
+  -- and gives it back when it stops: lua_close stops it before the
+  -- finalizers close the event, and a signal sent then, under the default,
+  -- would end the process (a profile or perfev.frames running at exit)
+  self.sigprof = core.signal_ignore(M.SIGPROF)
   self.c:start(NO_TIMER_MS)
   local ok, msg = core.profiler_route(self.ev, M.SIGPROF, ring)   -- its pages touched first
   if not ok then
@@ -432,6 +437,7 @@ function Engine:stop()
   local quiet, msg = self.budget:quiesce()
   if not quiet then error("perfev.profile: stopping the event's signal: " .. tostring(msg), 0) end
   self.c:stop()
+  if self.sigprof then self.sigprof:restore() self.sigprof = nil end
   local co = coroutine
   for _, k in ipairs { "resume", "wrap" } do
     if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
