@@ -174,6 +174,8 @@ describe("perfev.attach", function()
       wait_traced(true)
       for i = 1, 100 do io.write(block(i), "\n") end
       io.flush()
+      local t0 = os.clock()   -- 50 ms of CPU time: samples to take (LuaJIT wrote the blocks in under 1 ms)
+      while os.clock() - t0 < 0.05 do end
       os.exit(7)
     ]])
     finally(function() kill(pid) os.remove(out) end)
