@@ -6,7 +6,7 @@
 -- resumer's coroutine.resume frame, short_src follows each version's
 -- luaO_chunkid, and a process that is not PUC Lua is refused with a reason.
 local u = require "spec.support.util"
-local proc_target = require "spec.support.proc_target"
+local attach_target = require "perfev.attach.target"
 local puc = require "perfev.attach.puc"
 
 -- 1200 samples: a share's binomial standard deviation is 1.25 %, the +-5 %
@@ -14,115 +14,14 @@ local puc = require "perfev.attach.puc"
 -- os.clock inside the target being 25.6 %)
 local SAMPLES = 1200
 
--- The target stopped while it is read: SIGSTOP through one long-lived
--- shell (its kill is a builtin: no fork per sample), then /proc/PID/stat
--- polled until the kernel says it is stopped.
-local function proc_state(pid, tid)
-  local s = u.read_file(("/proc/%d/task/%d/stat"):format(pid, tid or pid))
-  return s and s:match("^%d+ %b() (%a)")
-end
-
-local function stopper()
-  local sh = assert(io.popen("sh", "w"))
-  local self = {}
-  function self.signal(sig, pid) sh:write("kill -", sig, " ", pid, "\n"); sh:flush() end
-  -- stopped when every thread is (a group stop reaches each one in turn)
-  function self.stop(pid, threads)
-    self.signal("STOP", pid)
-    threads = threads or { pid }
-    local k = 1
-    for i = 1, 3000 do
-      while threads[k] and proc_state(pid, threads[k]) == "T" do k = k + 1 end
-      if not threads[k] then return true end
-      if i > 200 then u.h.sleep_ms(1) end
-    end
-    return false
-  end
-  function self.close() sh:close() end
-  return self
-end
-
--- The registers a stopped thread's /proc/PID/task/TID/syscall shows: its
--- stack pointer and program counter (the last two fields).
-local function thread_regs(pid, tid)
-  local s = u.read_file(("/proc/%d/task/%d/syscall"):format(pid, tid)) or ""
-  local sp, pc = s:match("0x(%x+) 0x(%x+)%s*$")
-  return { rsp = sp and tonumber(sp, 16), rip = pc and tonumber(pc, 16) }
-end
-
-local function tids(pid)
-  local list = {}
-  for line in u.sh("ls /proc/" .. pid .. "/task"):gmatch("%d+") do list[#list + 1] = tonumber(line) end
-  return list
-end
-
--- THE DRIVERS: profile_pid(pid, n) profiles process pid with n samples and
+-- THE DRIVER: profile_pid(pid, n) profiles process pid through the engine,
+-- perfev.attach (cpu-clock, a period of 2 ms, until n samples), and
 -- returns the raw profile shape the engine feeds (perfev.profile.data:
 -- frames, stacks of frame ids root first with weight and samples; here each
--- stack also says its thread, tid) with the samples outside Lua and those
--- dropped counted (reasons: why -> count), or nil, why (refused).
--- profile_stopped, the stand-in until the engine is merged: it stops the
--- target at random times (SIGSTOP), reads each thread's stack pointer and
--- pc from /proc and its memory through spec.support.proc_target, one sample
--- of each thread per stop; it also returns the probe's states.
-local function profile_stopped(pid, n)
-  local sig = stopper()
-  local t = assert(proc_target.open(pid))
-  assert(sig.stop(pid), "target did not stop")
-  local st, why = puc.probe(t)
-  sig.signal("CONT", pid)
-  if not st then t:close(); sig.close(); return nil, why end
-  local prof = { frames = {}, stacks = {}, weight = 0, samples = 0, dropped = 0, outside = 0,
-                 runtime = st.runtime, states = st.states, reasons = {} }
-  local frame_ids, stack_ids = {}, {}
-  local threads = tids(pid)
-  local function add(tid, frames)
-    local ids = {}
-    for i, f in ipairs(frames) do
-      local key = table.concat({ f.what, tostring(f.name), f.source, f.line, f.linedefined }, "\0")
-      if not frame_ids[key] then
-        prof.frames[#prof.frames + 1] = f
-        frame_ids[key] = #prof.frames
-      end
-      ids[i] = frame_ids[key]
-    end
-    local skey = tid .. ":" .. table.concat(ids, ",")
-    local s = stack_ids[skey]
-    if not s then
-      s = { frames = ids, weight = 0, samples = 0, tid = tid }
-      prof.stacks[#prof.stacks + 1] = s
-      stack_ids[skey] = s
-    end
-    s.weight, s.samples = s.weight + 1, s.samples + 1
-    prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
-  end
-  for _ = 1, n do
-    -- a gap of random length, continuous over more than a cheap+dear round
-    -- (about 1 ms): whole milliseconds of sleep alone step the round's
-    -- phase by nearly the same amount each time, and the samples correlate
-    u.h.sleep_ms(math.random(0, 1))
-    u.spin(math.random(0, 1500000))
-    assert(sig.stop(pid, threads), "target did not stop")
-    for _, tid in ipairs(threads) do
-      local frames, reason, kind = st:stack(tid, thread_regs(pid, tid))
-      if frames then add(tid, frames)
-      elseif kind == "outside" then prof.outside = prof.outside + 1
-      else
-        prof.dropped = prof.dropped + 1
-        prof.reasons[reason] = (prof.reasons[reason] or 0) + 1
-      end
-    end
-    sig.signal("CONT", pid)
-  end
-  t:close()
-  sig.close()
-  return prof
-end
-
--- profile_attached: the engine, perfev.attach (cpu-clock at 499 Hz until n
--- samples), in the same shape; each sample's weight 1 (a cpu-clock sample
--- stands for one period), its thread from on_sample.
-local function profile_attached(pid, n)
+-- stack also says its thread, tid, from on_sample; each sample's weight 1)
+-- with the samples outside Lua and those dropped counted (reasons: why ->
+-- count), the runtime and the reader's states, or nil, why (refused).
+local function profile_pid(pid, n)
   local attach = require "perfev.attach"
   local prof = { frames = {}, stacks = {}, weight = 0, samples = 0 }
   local frame_ids, stack_ids, seen = {}, {}, 0
@@ -156,13 +55,10 @@ local function profile_attached(pid, n)
   if not p then return nil, why end
   prof.runtime, prof.dropped, prof.outside = p.attach.runtime, p.attach.dropped, p.attach.outside
   prof.reasons = p.attach.reasons
-  prof.states, prof.engine = p.attach.states, true
+  prof.states = p.attach.states
   return prof
 end
 
--- the engine where it is there (perfev.attach), else the stand-in
-local has_engine = pcall(require, "perfev.attach")
-local profile_pid = has_engine and profile_attached or profile_stopped
 
 -- Workloads ------------------------------------------------------------------
 
@@ -401,7 +297,7 @@ describe("perfev.attach.puc", function()
       pids[#pids + 1] = pid
       assert.truthy(info.cheap and info.dear, "the target printed its debug.getinfo")
       local prof = assert(profile_pid(pid, SAMPLES))
-      if prof.states then assert.are.equal(1, #prof.states) end
+      assert.are.equal(1, #prof.states)
       assert.are.equal("Lua " .. interp:match("%d%.%d"), prof.runtime:match("^Lua %d%.%d"))
       -- a stack is dropped only where the target was stopped mid-change
       -- (a call being set up or a coroutine switching): a few at most
@@ -482,13 +378,10 @@ describe("perfev.attach.puc", function()
       local prof = assert(profile_pid(pid, 300))
       assert.are.equal("Lua " .. v, prof.runtime:match("^Lua %d%.%d"))
       assert.is_true(prof.dropped <= 0.02 * 600, ("%d dropped"):format(prof.dropped))
-      if prof.states then   -- the stand-in driver says what the probe found
-        assert.are.equal(2, #prof.states)
-        assert.are_not.equal(prof.states[1].label, prof.states[2].label)
-        -- the process's main thread waits in pthread_join: outside Lua (the
-        -- engine's cpu-clock never samples a thread that sleeps)
-        if not prof.engine then assert.is_true(prof.outside >= 290, ("%d outside"):format(prof.outside)) end
-      end
+      -- the reader found both states (the main thread waits in pthread_join:
+      -- the engine's cpu-clock never samples a thread that sleeps)
+      assert.are.equal(2, #prof.states)
+      assert.are_not.equal(prof.states[1].label, prof.states[2].label)
       local drive_line
       local n = 0
       for line in DRIVEN:gmatch("([^\n]*)\n") do
@@ -520,7 +413,7 @@ describe("perfev.attach.puc", function()
       end
       assert.are_not.equal(tid_of.work, tid_of.inner)
       -- each thread's samples (the engine shares n among the threads by the
-      -- CPU time each got; the stand-in driver reads each n times)
+      -- CPU time each got)
       local of_tid = {}
       for _, st in ipairs(prof.stacks) do of_tid[st.tid] = (of_tid[st.tid] or 0) + st.weight end
       assert.is_true((of_tid[tid_of.inner] or 0) >= 50 and (of_tid[tid_of.work] or 0) >= 50,
@@ -603,10 +496,8 @@ describe("perfev.attach.puc", function()
 
   -- the reader's own refusals (the engine goes on to the next reader)
   local function probe_pid(pid)
-    local t = assert(proc_target.open(pid))
-    local st, why = puc.probe(t)
-    t:close()
-    return st, why
+    local t = assert(attach_target.new(pid))
+    return puc.probe(t)
   end
 
   it("refuses a process that is not PUC Lua, saying what it tried", function()
