@@ -65,6 +65,21 @@ local function f3(n)
   end
   return s
 end
+-- MS: f1's iterations per millisecond of CPU time. Each call of the
+-- workloads lasts many 2 ms sampling periods, so that the fixed period
+-- cannot lock onto one phase of a short loop (f1(20000) took 20 us with
+-- the compiler on, and 1:3 came out 21-36 % from one run to the next).
+local MS
+do
+  local n, t = 50000, 0
+  repeat
+    n = n * 2
+    local t0 = os.clock()
+    f1(n)
+    t = os.clock() - t0
+  until t >= 0.05
+  MS = math.max(1, math.floor(n / (t * 1000)))
+end
 DEFS
 local function info(name, f)
   local d = debug.getinfo(f, "SL")
@@ -87,23 +102,22 @@ local function work(defs, loop)
   return (s:gsub("LOOP", function() return loop end))
 end
 
--- (a round of f1 and f3 takes well under the driver's random 0-1 ms of the
--- target's CPU time between stops, so that the stops fall at every phase of it)
-local ONE_TO_THREE = work("", "while true do f1(20000) f3(60000) end")
+-- (a round: 40 ms in f1, 120 ms in f3, 80 sampling periods)
+local ONE_TO_THREE = work("", "while true do f1(40 * MS) f3(120 * MS) end")
 
 -- a producer in a coroutine (create/resume) and one in a wrap, the consumer
 -- in the main chunk: f1 produces, f3 consumes
 local COROUTINES = work([[
 local producer = coroutine.create(function()
-  while true do coroutine.yield(f1(20000)) end
+  while true do coroutine.yield(f1(20 * MS)) end
 end)
 local gen = coroutine.wrap(function()
-  while true do coroutine.yield(f1(20000)) end
+  while true do coroutine.yield(f1(20 * MS)) end
 end)]], [[
 while true do
   local _, v = coroutine.resume(producer)
-  f3(v % 3 + 60000)
-  f3(gen() % 3 + 60000)
+  f3(v % 3 + 30 * MS)
+  f3(gen() % 3 + 30 * MS)
 end]])
 
 -- a second state made through the FFI, running `inner` when the main
@@ -284,24 +298,31 @@ describe("perfev.attach.luajit", function()
         assert.equal(1, #res.states)
         local ndrop, drops = describe_drops(res.dropped)
         assert.is_true(ndrop <= SAMPLES * 0.05, "dropped: " .. drops)
-        local count, traces = { f1 = 0, f3 = 0 }, 0
+        local count, traces, alone = { f1 = 0, f3 = 0 }, 0, 0
         for _, frames in ipairs(res.stacks) do
-          -- root first: the main chunk at the bottom (under luajit's own C entry)
+          -- root first: the main chunk at the bottom (under luajit's own C
+          -- entry), or (doc/attach.md) a [JIT compiler] or [GC] frame alone
+          -- when the stack under it did not check out
           local main
           for _, fr in ipairs(frames) do
             if fr.what == "main" then main = fr break end
           end
-          assert.is_truthy(main, "no main chunk frame")
-          assert.equal(funcs.main.source, main.source)
-          local leaf
-          for i = #frames, 1, -1 do
-            if frames[i].what == "Lua" then leaf = frames[i] break end
-          end
-          local name = leaf and which(funcs, leaf)
-          if name then count[name] = count[name] + 1 end
-          local top = frames[#frames]
-          if top.what == "C" and top.name and top.name:match("^%[trace %d+%]$") then
-            traces = traces + 1
+          if not main and #frames == 1 and frames[1].what == "C" and frames[1].name:match("^%[") then
+            alone = alone + 1
+            assert.is_true(alone <= SAMPLES * 0.01, "stacks of a state frame alone: " .. alone)
+          else
+            assert.is_truthy(main, "no main chunk frame")
+            assert.equal(funcs.main.source, main.source)
+            local leaf
+            for i = #frames, 1, -1 do
+              if frames[i].what == "Lua" then leaf = frames[i] break end
+            end
+            local name = leaf and which(funcs, leaf)
+            if name then count[name] = count[name] + 1 end
+            local top = frames[#frames]
+            if top.what == "C" and top.name and top.name:match("^%[trace %d+%]$") then
+              traces = traces + 1
+            end
           end
         end
         local total = count.f1 + count.f3

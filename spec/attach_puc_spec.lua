@@ -74,6 +74,19 @@ local function report(name)
            .. "\n")
   io.flush()
 end
+-- iterations of f (a one_line function) for 20 ms of CPU time: each call
+-- lasts ten 2 ms sampling periods, so that the fixed period cannot lock
+-- onto one phase of a short round
+local function calibrate(f)
+  local n, t = 25000, 0
+  repeat
+    n = n * 2
+    local t0 = os.clock()
+    f(n)
+    t = os.clock() - t0
+  until t >= 0.05
+  return math.max(1, math.floor(n * 0.02 / t))
+end
 ]]
 local function one_line(name)
   return ("local function %s(n, probe) if probe then report(%q) return 0 end "
@@ -82,7 +95,7 @@ end
 
 -- cheap(n) and dear(3n), called from the main chunk's loop on one line
 local WORK = REPORT .. one_line("cheap") .. one_line("dear") .. [[
-local N = 20000
+local N = calibrate(cheap)
 io.stdout:setvbuf("no")
 local x, round = 0, 0
 while true do
@@ -96,7 +109,7 @@ end
 -- the producer runs in a coroutine, resumed by the main chunk's loop;
 -- the consumer (three times the work) in the main chunk
 local COROUTINES = REPORT .. one_line("produce") .. one_line("consume") .. [[
-local N = 20000
+local N = calibrate(produce)
 local producer = coroutine.create(function(probe)
   while true do probe = coroutine.yield(produce(N, probe)) end
 end)
@@ -164,7 +177,7 @@ int main(int argc, char **argv) {
 
 -- the host's second state: inner runs in the coroutine drive resumes
 local DRIVEN = REPORT .. one_line("inner") .. [[
-local N = 20000
+local N = calibrate(inner)
 io.stdout:setvbuf("no")
 drive(function()
   local probe = true
