@@ -151,17 +151,22 @@ scrape_configs:
 
     -- every worker's sums in /metrics (each flushes every second) and
     -- scraped: the total Prometheus has stops moving and is /metrics's
-    local total
+    -- (unchanged over 60 polls, 3 s or more: under load a worker's flush
+    -- comes late, and two polls within one second matched a total that
+    -- lacked 530 requests)
+    local total, still = nil, 0
     assert(O.eventually(function()
       local text = run("curl -s " .. base .. "/metrics")
       local now = (O.metric(text, "perfev_request_requests_total", "/work/light") or 0)
                   + (O.metric(text, "perfev_request_requests_total", "/work/split") or 0)
       if now ~= total then
-        total = now
+        total, still = now, 0
         return false
       end
+      still = still + 1
+      if still < 60 then return false end
       return value(api, 'sum(perfev_request_requests_total{uri=~"/work/(light|split)"})') == total
-    end, 200), "Prometheus did not get the last counts")
+    end, 800), "Prometheus did not get the last counts")
     -- evaluated at the last scrape (no extrapolation past it); the window
     -- holds every sample since the series began, the warm-up's first
     local at = value(api, 'max(timestamp(perfev_request_requests_total{uri="/work/light"}))')
