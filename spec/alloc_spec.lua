@@ -175,6 +175,39 @@ describe("perfev.alloc", function()
     os.remove(path)
   end)
 
+  it("counts a frame's allocations and GC cycles for perfev.frames, allocation-free", function()
+    local c = require("perfev.alloc").counter()
+    local t = c:read()
+    local b0, n0, g0 = t.alloc_bytes, t.alloc_count, t.gc_cycles
+    local before = count
+    keep_three(100)                         -- 100 strings of 3,000 bytes and their list
+    c:read(t)
+    local made = kept_bytes()
+    assert.is_true(count - before == 100)
+    assert.is_true(t.alloc_bytes - b0 >= made and t.alloc_bytes - b0 <= made * 1.05,
+                   ("counted %.0f for %.0f in strings"):format(t.alloc_bytes - b0, made))
+    assert.is_true(t.alloc_count - n0 >= 100)
+    local g1 = t.gc_cycles
+    collectgarbage()
+    collectgarbage()
+    c:read(t)
+    assert.is_true(t.gc_cycles - g1 >= 2, ("%d cycles after two full collections"):format(t.gc_cycles - g1))
+    assert.is_true(t.gc_cycles >= g0)
+    -- a read refills t: nothing allocated (on LuaJIT the compiler's traces
+    -- are allocations of their own: off here, as spec/frames_spec.lua does)
+    local jit = rawget(_G, "jit")
+    if jit then jit.off() end
+    local least = math.huge
+    for _ = 1, 3 do
+      local m0 = collectgarbage("count")
+      for _ = 1, 10000 do c:read(t) end
+      least = math.min(least, collectgarbage("count") - m0)
+    end
+    if jit then jit.on() end
+    assert.equal(0, least)
+    c:close()
+  end)
+
   it("raises at the caller's line on a wrong option or sample type", function()
     local ok, err = pcall(perfev.alloc, { periode = 10 })
     assert.is_false(ok)
