@@ -450,6 +450,13 @@ static int l_stop(lua_State *L)
   return 0;
 }
 
+static int l_closed(lua_State *L)
+{
+  struct ap_ud *u = (struct ap_ud *)perfev_self(L, ALLOCPROF_MT);
+  lua_pushboolean(L, !u || !u->a);
+  return 1;
+}
+
 static int l_running(lua_State *L)
 {
   lua_pushboolean(L, check_ap(L)->running);
@@ -626,7 +633,8 @@ int perfev_allocprof_open_lib(lua_State *L)
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "stop", l_stop }, { "running", l_running }, { "read", l_read },
     { "counts", l_counts }, { "attribute", l_attribute }, { "pending", l_pending },
-    { "busy", l_busy }, { "wrappers", l_wrappers }, { "close", l_gc }, { NULL, NULL }
+    { "busy", l_busy }, { "wrappers", l_wrappers }, { "close", l_gc }, { "closed", l_closed },
+    { NULL, NULL }
   };
   perfev_class_register(L, ALLOCPROF_MT, meta, methods);
   lua_pushcfunction(L, l_new);

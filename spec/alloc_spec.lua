@@ -180,7 +180,7 @@ describe("perfev.alloc", function()
   end)
 
   it("counts a frame's allocations and GC cycles for perfev.frames, allocation-free", function()
-    local c = require("perfev.alloc").counter()
+    local c = perfev.alloc.counter()
     local t = c:read()
     local b0, n0, g0 = t.alloc_bytes, t.alloc_count, t.gc_cycles
     local before = count

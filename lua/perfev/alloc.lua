@@ -230,6 +230,10 @@ end
 
 M.Alloc = Alloc
 
+-- perfev.alloc is this module, callable: perfev.alloc{...} is M.new{...},
+-- perfev.alloc.counter() the per-frame figures below
+setmetatable(M, { __call = function(_, opts) return M.new(opts) end })
+
 -- The garbage collector's figures for a game loop's frames (perfev.frames
 -- calls it at each mark): perfev.alloc.counter() -> c, c:read(t) -> t with
 --   gc_cycles    GC cycles completed since c was made (a finalizer that
