@@ -4,8 +4,9 @@
  * the bytes and blocks allocated and freed, and samples an allocation on
  * average every `period` bytes (an exponential countdown: a block of s
  * bytes is sampled with probability 1 - exp(-s/period), as Go's
- * MemProfileRate). A resize is a free of the old block and an allocation
- * of the new one.
+ * MemProfileRate). A resize that grows a block is a free of the old block
+ * and an allocation of the new one; one that shrinks it allocates nothing
+ * (a sampled block keeps its sample, its in-use bytes the new size).
  *
  * The allocator runs inside the VM where no Lua may run and no stack may be
  * walked safely (inside the garbage collector, while a stack is being
@@ -123,8 +124,11 @@ static void sample(struct allocprof *a, void *r, size_t nsize)
   if (a->mode == AP_HOOK) {
     if (a->current && a->armed != a->current)
       arm(a, a->current);
-  } else if (a->mode == AP_SIGNAL && a->npend == 1) {
-    raise(SIGPROF);   /* jit.profile's handler: a sample at the next safe point */
+  } else if (a->mode == AP_SIGNAL) {
+    /* jit.profile's handler: a sample at the next safe point. At every
+     * sampled block: one sent while jit.profile cannot take a sample (in a
+     * __gc finalizer LuaJIT holds its hooks) only counts there */
+    raise(SIGPROF);
   }
 }
 
@@ -139,11 +143,22 @@ static void *ap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   }
   if (!r)
     return r;                     /* failed: the old block stays */
+  if (ptr && nsize <= osize) {
+    /* shrunk: no allocation; a sampled block keeps its sample (LuaJIT's
+     * collector shrinks its string table: counted as an allocation, it was
+     * 16 MB "allocated" by a full collection) */
+    a->free_bytes += osize - nsize;
+    if (a->running && ap_live_shrink(&a->live, (uintptr_t)ptr, (uintptr_t)r, nsize) != 0)
+      a->dropped++;
+    return r;
+  }
   if (ptr)
     forget(a, ptr, osize);        /* (when ptr is NULL, osize is the object's type) */
+  if (a->busy)
+    return r;                     /* the profiler's own (a stack being recorded) */
   a->alloc_bytes += nsize;
   a->alloc_count++;
-  if (!a->running || a->busy || a->mode == AP_COUNT)
+  if (!a->running || a->mode == AP_COUNT)
     return r;
   a->next -= (int64_t)nsize;
   if (a->next > 0)
@@ -297,7 +312,11 @@ static void ap_hook(lua_State *L, lua_Debug *ar)
   }
   lua_Hook ph = a->prev_hook;
   int pm = a->prev_mask, ev = ar->event;
-  disarm(a, L);
+  /* given back also where L is not the state armed: a coroutine created
+   * while the hook was armed inherited it (Lua's rule) */
+  if (a->armed == L)
+    a->armed = NULL;
+  lua_sethook(L, ph, pm, a->prev_count);
 #ifdef LUA_HOOKTAILCALL
   int call = ev == LUA_HOOKCALL || ev == LUA_HOOKTAILCALL;
   int bit = ev == LUA_HOOKTAILCALL ? LUA_MASKCALL : 1 << ev;
@@ -537,7 +556,7 @@ static int l_read(lua_State *L)
     if (!b->ptr)
       continue;
     size_t idx = b->stack == AP_PENDING || b->stack >= n ? 0 : b->stack;
-    double s = ap_scale(b->size, a->period);
+    double s = ap_scale(b->sampled, a->period);
     inuse[2 * idx] += s;
     inuse[2 * idx + 1] += s * (double)b->size;
     live++;

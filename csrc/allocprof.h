@@ -12,7 +12,8 @@
 /* A sampled block not freed yet: where it is, its size, its stack. */
 struct ap_block {
   uintptr_t ptr;                  /* 0: an empty slot */
-  size_t size;
+  size_t size;                    /* now (a block shrunk in place keeps its sample) */
+  size_t sampled;                 /* when it was sampled: its weight's size */
   uint32_t stack;                 /* AP_PENDING until the stack is recorded */
 };
 
@@ -28,6 +29,9 @@ struct ap_live {
 int ap_live_put(struct ap_live *t, uintptr_t ptr, size_t size);
 /* The block at ptr, or NULL. */
 struct ap_block *ap_live_get(const struct ap_live *t, uintptr_t ptr);
+/* The block at ptr, shrunk to size and moved to nptr (a realloc that
+ * shrinks), keeping its sample; 0, or -1 when out of memory (then gone). */
+int ap_live_shrink(struct ap_live *t, uintptr_t ptr, uintptr_t nptr, size_t size);
 /* Removes the block at ptr when there is one. */
 void ap_live_del(struct ap_live *t, uintptr_t ptr);
 void ap_live_free(struct ap_live *t);

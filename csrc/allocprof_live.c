@@ -55,7 +55,27 @@ int ap_live_put(struct ap_live *t, uintptr_t ptr, size_t size)
   }
   b->ptr = ptr;
   b->size = size;
+  b->sampled = size;
   b->stack = AP_PENDING;
+  return 0;
+}
+
+int ap_live_shrink(struct ap_live *t, uintptr_t ptr, uintptr_t nptr, size_t size)
+{
+  struct ap_block *b = ap_live_get(t, ptr);
+  if (!b)
+    return 0;
+  if (nptr == ptr) {
+    b->size = size;
+    return 0;
+  }
+  struct ap_block keep = *b;
+  ap_live_del(t, ptr);
+  if (ap_live_put(t, nptr, keep.sampled) != 0)
+    return -1;
+  b = ap_live_get(t, nptr);
+  b->size = size;
+  b->stack = keep.stack;
   return 0;
 }
 

@@ -58,6 +58,10 @@ local function keep_three(n)
   end
 end
 
+-- coroutine.resume as it is before any profiler replaced it: a coroutine
+-- resumed through it is not seen as running (as by C code's lua_resume)
+local raw_resume = coroutine.resume
+
 local function total(p, name)
   local _, t = data.share(p, name)
   return t
@@ -82,10 +86,12 @@ describe("perfev.alloc", function()
     print(("\n  alloc_space: one %.1f %%, three %.1f %% (%d samples)"):format(100 * s1, 100 * s3, p.samples))
     assert.is_true(math.abs(s1 - 0.25) <= 0.05, "one: " .. s1)
     assert.is_true(math.abs(s3 - 0.75) <= 0.05, "three: " .. s3)
-    -- the estimate of the whole against the allocator's exact count
+    -- the estimate of the whole against the allocator's exact count (of
+    -- the run: stop's collection is outside the function profiled)
     local t = a:totals()
-    assert.is_true(math.abs(p.weight / t.alloc_bytes - 1) <= 0.05,
-                   ("estimated %.0f, counted %.0f"):format(p.weight, t.alloc_bytes))
+    local est = p.weight + p.outside
+    assert.is_true(math.abs(est / t.alloc_bytes - 1) <= 0.05,
+                   ("estimated %.0f, counted %.0f"):format(est, t.alloc_bytes))
   end)
 
   it("gives in use what the workload keeps", function()
@@ -120,7 +126,9 @@ describe("perfev.alloc", function()
     end)
     local folded = a:format("folded")
     assert.truthy(folded:find("keep_three", 1, true))
-    assert.falsy(folded:find("drop_one", 1, true))       -- in use: drop_one keeps nothing
+    -- in use: drop_one keeps nothing (on LuaJIT, its traces' memory may be
+    -- there, under [JIT compiler])
+    assert.is_true(total(a:profile("inuse_space"), "drop_one") < 0.01)
     assert.truthy(a:format("folded", "alloc_space"):find("drop_one", 1, true))
     local text = a:report("alloc_space")
     assert.truthy(text:find("event 'alloc_space' (period 4096)", 1, true))
@@ -170,9 +178,11 @@ describe("perfev.alloc", function()
     assert.is_nil(flat.drop_one, out)
     flat, sum, out = top("alloc_objects")
     assert.truthy(out:find("Type: alloc_objects", 1, true), out)
-    -- as many blocks in one as in three (a string and its counter's digits a call)
+    -- as many blocks in one as in three (a string and its counter's digits
+    -- a call; the digits, ~30 bytes, are sampled 1 in 35 at this period:
+    -- ~40 samples each, a spread of ~20 % on the ratio)
     assert.is_true(sum > 0 and flat.one ~= nil and flat.three ~= nil, out)
-    assert.is_true(math.abs(flat.one / flat.three - 1) <= 0.3, out)
+    assert.is_true(flat.one / flat.three > 0.5 and flat.one / flat.three < 2, out)
     flat, sum, out = top("inuse_objects")
     assert.truthy(out:find("Type: inuse_objects", 1, true), out)
     assert.is_true(sum > 0 and flat.keep_three ~= nil and flat.three == nil, out)
@@ -210,6 +220,33 @@ describe("perfev.alloc", function()
     if jit then jit.on() end
     assert.equal(0, least)
     c:close()
+  end)
+
+  it("gives a hook of the user's back, to coroutines made while a sample was pending too", function()
+    local calls = 0
+    local function user_hook() calls = calls + 1 end
+    local co_hook = coroutine.create(function() end)
+    debug.sethook(user_hook, "", 1000)
+    local cos = {}
+    local a = perfev.alloc { period = 1 }      -- every block: the hook is armed at each
+    a:run(function()
+      for i = 1, 20 do
+        count = count + 1
+        local s = A .. count                 -- sampled: a stack is pending
+        cos[i] = coroutine.create(function() local n = 0 for j = 1, 1000 do n = n + j end return n, s end)
+      end
+      -- half through the profiler's resume, half behind its back
+      for i = 1, 20 do assert((i % 2 == 0 and coroutine.resume or raw_resume)(cos[i])) end
+    end)
+    local h, mask, n = debug.gethook()
+    debug.sethook()
+    assert.equal(user_hook, h)
+    assert.equal("", mask)
+    assert.equal(1000, n)
+    assert.is_true(calls > 0)
+    -- no coroutine kept perfev's hook (a C hook: "external hook")
+    for i = 1, 20 do assert.are_not.equal("external hook", (debug.gethook(cos[i]))) end
+    assert.is_nil(debug.gethook(co_hook))
   end)
 
   it("raises at the caller's line on a wrong option or sample type", function()

@@ -180,7 +180,8 @@ function Alloc:profile(sample, only)
 end
 
 -- a:totals() -> { alloc_bytes, alloc_count, free_bytes, free_count (every
--- allocation, counted, not sampled), sampled, dropped, live (sampled
+-- allocation, counted, not sampled; but those of the profiler while it
+-- records a stack), sampled, dropped, live (sampled
 -- blocks in use), period, unattributed (the values of the samples whose
 -- stack was not recorded: taken in stop) }
 function Alloc:totals()
