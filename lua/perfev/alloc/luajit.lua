@@ -29,13 +29,14 @@ end
 -- (LuaJIT calls it unprotected: perfev.profile.jit's `timed`)
 local function quiet(jp, ap)
   local function sample(cb, thread, samples, vmstate)
+    if ap:closed() then return end
     ap:busy(true)
     cb(thread, samples, vmstate)
   end
   return setmetatable({ start = function(mode, cb)
     return jp.start(mode, function(thread, samples, vmstate)
       local ok, err = pcall(sample, cb, thread, samples, vmstate)
-      ap:busy(false)
+      if not ap:closed() then ap:busy(false) end
       if not ok and not interrupt.is(err) then error(err, 0) end
     end)
   end }, { __index = jp })
@@ -45,7 +46,13 @@ function Engine:start()
   local ap = self.ap
   local index, n = {}, 0
   self.index = index
-  self.c = jitp.collector(quiet(self.jp, ap), function() return ap:pending(), 0 end, {
+  -- (a profiler dropped while running: its core closed by __gc, jit.profile
+  -- still on: nothing pending, rather than an error in the callback)
+  local function pending()
+    if ap:closed() then return 0, 0 end
+    return ap:pending(), 0
+  end
+  self.c = jitp.collector(quiet(self.jp, ap), pending, {
     main = core.profiler_thread(),
     recorded = function(st)
       local i = index[st]
