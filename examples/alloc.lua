@@ -1,12 +1,12 @@
 -- examples/alloc.lua: where a game loop's garbage comes from, and what it
 -- keeps, by Lua function (perfev.alloc; doc/memory.md).
---   lua5.4 examples/alloc.lua [OUT_DIR]      (also lua5.3, luajit)
+--   lua5.4 examples/alloc.lua [OUT_DIR]      (also lua5.3, luajit; OUT_DIR: $TMPDIR or /tmp)
 -- writes OUT_DIR/alloc.pb.gz (go tool pprof -sample_index=alloc_space|inuse_space ...),
 -- alloc.svg (the bytes allocated) and inuse.svg (what is still in use), and
 -- prints the text reports.
 local perfev = require "perfev"
 
-local dir = arg and arg[1] or "."
+local dir = arg and arg[1] or os.getenv("TMPDIR") or "/tmp"
 
 local entities = {}
 for i = 1, 300 do entities[i] = { x = i, y = 0, vx = 1, vy = 2, name = "entity" .. i } end
@@ -53,7 +53,7 @@ assert(a:write(dir .. "/alloc.pb.gz"))
 assert(a:write(dir .. "/alloc.svg"))                     -- alloc_space
 assert(a:write(dir .. "/inuse.svg", nil, "inuse_space"))
 local t = a:totals()
-print(("%.1f MB allocated in %d blocks, %d sampled (period %d bytes)")
-      :format(t.alloc_bytes / 1e6, t.alloc_count, t.sampled, t.period))
+print(("%.1f MB allocated in %d blocks, %d sampled (period %d bytes); written: %s/alloc.pb.gz, alloc.svg, inuse.svg")
+      :format(t.alloc_bytes / 1e6, t.alloc_count, t.sampled, t.period, dir))
 print(a:report("alloc_space"))
 print(a:report("inuse_space"))
