@@ -127,8 +127,10 @@ static void sample(struct allocprof *a, void *r, size_t nsize)
   } else if (a->mode == AP_SIGNAL) {
     /* jit.profile's handler: a sample at the next safe point. At every
      * sampled block: one sent while jit.profile cannot take a sample (in a
-     * __gc finalizer LuaJIT holds its hooks) only counts there */
-    raise(SIGPROF);
+     * __gc finalizer LuaJIT holds its hooks) only counts there. raise
+     * fails only for a bad signal number: were it to, the block would wait
+     * for the next sample's stack */
+    (void)raise(SIGPROF);
   }
 }
 
