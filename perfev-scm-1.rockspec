@@ -30,6 +30,8 @@ build = {
    modules = {
       ["perfev.core"] = {
          sources = {
+            "csrc/allocprof.c",
+            "csrc/allocprof_live.c",
             "csrc/attach_mem.c",
             "csrc/attach_tracer.c",
             "csrc/attach_wait.c",
@@ -75,6 +77,8 @@ build = {
          incdirs = { "csrc" },
       },
       ["perfev"] = "lua/perfev/init.lua",
+      ["perfev.alloc"] = "lua/perfev/alloc.lua",
+      ["perfev.alloc.luajit"] = "lua/perfev/alloc/luajit.lua",
       ["perfev.attach"] = "lua/perfev/attach/init.lua",
       ["perfev.attach.luajit"] = "lua/perfev/attach/luajit.lua",
       ["perfev.attach.luajit_layout"] = "lua/perfev/attach/luajit_layout.lua",

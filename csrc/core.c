@@ -1,6 +1,7 @@
 /* luaopen_perfev_core: assembles the core module from its parts. */
 #include "perfev.h"
 #include "attach.h"
+#include "allocprof.h"
 
 #define PERFEV_VERSION "0.1.0"
 
@@ -33,7 +34,7 @@ int luaopen_perfev_core(lua_State *L)
     perfev_attr_bytes_open_lib, perfev_perfdata_open_lib, perfev_encode_open_lib,
     perfev_clock_open_lib, perfev_profiler_open_lib, perfev_elfsym_open_lib,
     perfev_kallsyms_open_lib, perfev_attach_open_lib, perfev_attach_mem_open_lib,
-    perfev_sigsave_open_lib,
+    perfev_sigsave_open_lib, perfev_allocprof_open_lib,
   };
   lua_newtable(L);
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

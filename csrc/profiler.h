@@ -59,6 +59,9 @@ long prof_agg_frame(struct prof_agg *a, const struct prof_key *k);
  * 0, or -1 when out of memory. */
 int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
                    uint64_t samples);
+/* Interns the stack ids[0..n) (root first), weight 0 when new; returns
+ * its id (an index into a->stacks), or -1 when out of memory. */
+long prof_agg_stack_id(struct prof_agg *a, const uint32_t *ids, uint32_t n);
 /* Pushes { frames = {...}, stacks = {...} } (see profiler.c's p:read()). */
 void prof_agg_push(lua_State *L, const struct prof_agg *a);
 /* Frees everything, leaves an empty aggregation. */

@@ -135,18 +135,14 @@ long prof_agg_frame(struct prof_agg *a, const struct prof_key *k)
   return (long)a->nframes++;
 }
 
-int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
-                   uint64_t samples)
+long prof_agg_stack_id(struct prof_agg *a, const uint32_t *ids, uint32_t n)
 {
   uint32_t h = fnv(2166136261u, ids, n * sizeof *ids);
   if (a->capstab) {
     for (size_t j = h & (a->capstab - 1); a->stab[j]; j = (j + 1) & (a->capstab - 1)) {
       struct prof_stack *s = &a->stacks[a->stab[j] - 1];
-      if (s->hash == h && s->len == n && memcmp(a->ids + s->off, ids, n * sizeof *ids) == 0) {
-        s->weight += weight;
-        s->samples += samples;
-        return 0;
-      }
+      if (s->hash == h && s->len == n && memcmp(a->ids + s->off, ids, n * sizeof *ids) == 0)
+        return (long)a->stab[j] - 1;
     }
   }
   if ((a->nstacks + 1) * 2 > a->capstab &&
@@ -160,14 +156,24 @@ int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t
   s->off = a->nids;
   s->len = n;
   s->hash = h;
-  s->weight = weight;
-  s->samples = samples;
+  s->weight = 0;
+  s->samples = 0;
   a->nids += n;
   size_t j = h & (a->capstab - 1);
   while (a->stab[j])
     j = (j + 1) & (a->capstab - 1);
   a->stab[j] = (uint32_t)a->nstacks + 1;
-  a->nstacks++;
+  return (long)a->nstacks++;
+}
+
+int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
+                   uint64_t samples)
+{
+  long id = prof_agg_stack_id(a, ids, n);
+  if (id < 0)
+    return -1;
+  a->stacks[id].weight += weight;
+  a->stacks[id].samples += samples;
   return 0;
 }
 

@@ -13,7 +13,7 @@ describe("perfev", function()
   it("exports what the README documents, and the core as perfev.core", function()
     for _, k in ipairs { "attr", "parse", "parse_list", "open", "group", "decode", "encode",
                          "enable_all", "disable_all", "clock_ns", "rusage", "list", "uprobe", "kprobe",
-                         "sampler", "record", "perfdata", "perfmap", "compat", "help", "attach" } do
+                         "sampler", "record", "perfdata", "perfmap", "compat", "help", "attach", "alloc" } do
       assert.is_not_nil(perfev[k], k)
     end
     -- perfev.compat.hex(v), as the README and doc/runtimes.md write it

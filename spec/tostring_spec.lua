@@ -108,6 +108,10 @@ local C_CLASSES = {
     local p = core.profiler(ev, ring)
     return p, { "stopped" }, function() ring:close(); ev:close() end, false
   end,
+  ["perfev.allocprof"] = function()
+    local a = core.allocprof(4096, "hook")
+    return a, { "open", "stopped" }, function() a:close() end
+  end,
 }
 
 -- The objects of the Lua layer: name, maker (as above).
@@ -158,6 +162,10 @@ local LUA_OBJECTS = {
   { "perfev.profile", function()
       local p = perfev.profile { event = "cpu-clock", period = 1000000 }
       return p, { "cpu-clock", "stopped" }, function() p:close() end, false
+    end },
+  { "perfev.alloc", function()
+      local a = perfev.alloc { period = 4096 }
+      return a, { "period 4096", "stopped" }, function() a:close() end, false
     end },
   -- plain tables with a metatable holding only __tostring (lua/perfev/show.lua)
   { "perfev.parse.event", function()

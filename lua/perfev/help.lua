@@ -40,6 +40,10 @@ M.ENTRIES = {
   { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled } -> frames | nil, message, errno",
     "per-frame counters of a game loop: fr:mark() once a frame, fr:zone_begin(name) ... z:finish(), "
     .. "fr:report() (mean, p50, p95, p99, max, the worst frames with their Lua profile)", "doc/games.md" },
+  { "alloc", "perfev.alloc{ period, sample, collect, fn, output } -> profiler",
+    "allocations by Lua stack: bytes and blocks allocated (sampled every period bytes) and in use at stop; "
+    .. "a:write(\"heap.pb.gz\") (pprof alloc_/inuse_ objects/space), svg, folded, text; perfev.alloc.counter() "
+    .. "per frame", "doc/memory.md" },
   { "sampler", "perfev.sampler{ command | pid, cpus, period | freq, ... } -> session | nil, message, errno",
     "sample a task and its children on every CPU: s:records() decodes the rings", "doc/sampler.md" },
   { "record", "perfev.record{ output, event, freq | period, callchain, fn | command, ... } -> summary",

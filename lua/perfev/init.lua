@@ -105,6 +105,8 @@ end
 --     record (see perfev/record.lua, doc/perfdata-write.md)
 --   perfev.frames(opts) -> per-frame counters, zones and worst frames of a
 --     game loop (see perfev/frames.lua, doc/games.md)
+--   perfev.alloc(opts) -> an allocation profiler: bytes and blocks allocated
+--     and in use by Lua stack (see perfev/alloc.lua, doc/memory.md)
 --   perfev.perfdata, perfev.perfmap: the modules
 --   perfev.attach(opts) -> the profile of a running process's Lua stacks
 --     (see perfev/attach/init.lua, doc/attach.md)
@@ -118,6 +120,7 @@ local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   profile = { "perfev.profile", "profile" },
   attach = { "perfev.attach", "attach" },
   frames = { "perfev.frames", "new" },
+  alloc = { "perfev.alloc" },          -- callable: perfev.alloc{...}; perfev.alloc.counter()
   report = { "perfev.report" },
   stat = { "perfev.stat" },
   on_warning = { "perfev.warn", "on_warning" },

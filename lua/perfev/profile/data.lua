@@ -8,7 +8,9 @@
 -- profile = {
 --   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
 --   funcs  = { { name, source, linedefined, what, label } },        -- one per function
---   stacks = { { frames = { ids, root first }, weight, samples } },
+--   stacks = { { frames = { ids, root first }, weight, samples[, values] } },
+--            (values: a list of several figures per stack, summed as the
+--            weight is: perfev.alloc's four, pprof's sample_types)
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
 --   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
@@ -17,6 +19,8 @@
 --   attach (perfev.attach's counts: pid, exe, runtime, samples, dropped, outside, ...),
 -- }
 local naming = require "perfev.profile.naming"
+
+local unpack = table.unpack or rawget(_G, "unpack")
 
 local M = {}
 
@@ -181,8 +185,10 @@ local function cut(raw, frames, funcs, root)
       local t = byids[k]
       if t then
         t.weight, t.samples = t.weight + s.weight, t.samples + s.samples
+        for i, v in ipairs(s.values or {}) do t.values[i] = t.values[i] + v end
       else
-        t = { frames = ids, weight = s.weight, samples = s.samples }
+        t = { frames = ids, weight = s.weight, samples = s.samples,
+              values = s.values and { unpack(s.values) } }
         out[#out + 1] = t
         byids[k] = t
       end
@@ -240,7 +246,7 @@ function M.build(raw, opts)
     p[k] = raw[k]
   end
   for _, k in ipairs { "event", "unit", "freq", "period", "name", "time", "duration",
-                       "attr_type", "attr_config" } do
+                       "attr_type", "attr_config", "sample_types", "period_type", "default_sample" } do
     p[k] = opts[k]
   end
   p.event = p.event or "?"

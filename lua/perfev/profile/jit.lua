@@ -107,7 +107,8 @@ end
 -- samples, weight, unattributed). weigh() returns the event's weight since
 -- it was called last (and the records lost meanwhile). opts.main: the
 -- main thread (coroutine.running() is nil there on LuaJIT), for the chain
--- of resumers.
+-- of resumers. opts.recorded(st): called with each sample's stack (one of
+-- c.stacks) once it is recorded (perfev.alloc gives it its pending blocks).
 function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = { chain = {}, names = setmetatable({}, { __mode = "k" }),
@@ -190,7 +191,7 @@ function M.collector(jp, weigh, opts)
       st.weight, st.samples = st.weight + w, st.samples + 1
       c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
       if c.truncates[st] then c.truncated = c.truncated + 1 end
-      return
+      return st
     end
     local ids = {}
     local state = STATES[vmstate]
@@ -232,6 +233,7 @@ function M.collector(jp, weigh, opts)
     end
     st.weight, st.samples = st.weight + w, st.samples + 1
     c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
+    return st
   end
 
   -- What the event counts while a sample is recorded is the profiler's
@@ -246,7 +248,8 @@ function M.collector(jp, weigh, opts)
     c.lost = c.lost + (lost or 0)
     c.signals = c.signals + samples
     if w <= 0 then return end
-    record(thread, vmstate, w)
+    local st = record(thread, vmstate, w)
+    if opts.recorded then opts.recorded(st) end
     local own
     own, lost = weigh()
     c.lost = c.lost + (lost or 0)

@@ -9,7 +9,7 @@ local M = {}
 
 -- Profile's fields
 local SAMPLE_TYPE, SAMPLE, LOCATION, FUNCTION, STRING_TABLE = 1, 2, 4, 5, 6
-local TIME_NANOS, DURATION_NANOS, PERIOD_TYPE, PERIOD = 9, 10, 11, 12
+local TIME_NANOS, DURATION_NANOS, PERIOD_TYPE, PERIOD, DEFAULT_SAMPLE_TYPE = 9, 10, 11, 12, 14
 
 local function strings()
   local list, index = { "" }, { [""] = 0 }
@@ -35,12 +35,20 @@ function M.proto(p)
   local m = pb.message()
   local unit = p.unit == "nanoseconds" and "nanoseconds" or "count"
   local kind = p.unit == "nanoseconds" and "cpu" or p.event
-  m:bytes(SAMPLE_TYPE, value_type(str, "samples", "count"))
-  m:bytes(SAMPLE_TYPE, value_type(str, kind, unit))
+  -- p.sample_types: several values per stack (s.values, in that order:
+  -- perfev.alloc's alloc_objects, alloc_space, inuse_objects, inuse_space),
+  -- rounded to integers as profile.proto holds them
+  local types = p.sample_types or { { "samples", "count" }, { kind, unit } }
+  for _, t in ipairs(types) do m:bytes(SAMPLE_TYPE, value_type(str, t[1], t[2])) end
   for _, s in ipairs(p.stacks) do
     local locs = {}
     for i = #s.frames, 1, -1 do locs[#locs + 1] = s.frames[i] end   -- leaf first
-    m:bytes(SAMPLE, pb.message():packed(1, locs):packed(2, { s.samples, s.weight }))
+    local values = { s.samples, s.weight }
+    if p.sample_types then
+      values = {}
+      for i, v in ipairs(s.values) do values[i] = math.floor(v + 0.5) end
+    end
+    m:bytes(SAMPLE, pb.message():packed(1, locs):packed(2, values))
   end
   for id, f in ipairs(p.frames) do
     local line = pb.message():uint(1, f.func):uint(2, math.max(f.line or 0, 0))
@@ -59,9 +67,11 @@ function M.proto(p)
   end
   if p.time then m:uint(TIME_NANOS, p.time * 1e9) end
   if p.duration then m:uint(DURATION_NANOS, p.duration) end
-  m:bytes(PERIOD_TYPE, value_type(str, kind, unit))
+  local pt = p.period_type or { kind, unit }
+  m:bytes(PERIOD_TYPE, value_type(str, pt[1], pt[2]))
   if p.period then m:uint(PERIOD, p.period)
   elseif p.freq and p.unit == "nanoseconds" then m:uint(PERIOD, math.floor(1e9 / p.freq)) end
+  if p.default_sample then m:uint(DEFAULT_SAMPLE_TYPE, str(p.default_sample)) end
   -- the string table last: every string is known by now
   for _, s in ipairs(list) do m:bytes(STRING_TABLE, s) end
   return m:encode()

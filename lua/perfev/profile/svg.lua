@@ -69,6 +69,12 @@ local function fmt_weight(w, unit)
     if w >= 1e6 then return ("%.2f ms"):format(w / 1e6) end
     return ("%.0f us"):format(w / 1e3)
   end
+  if unit == "bytes" then       -- perfev.alloc's space
+    if w >= 1e6 then return ("%.2f MB"):format(w / 1e6) end
+    if w >= 1e3 then return ("%.1f kB"):format(w / 1e3) end
+    return ("%.0f bytes"):format(w)
+  end
+  if unit == "count" then return ("%.0f objects"):format(w) end   -- perfev.alloc's objects
   return ("%.0f events"):format(w)
 end
 
