@@ -3,7 +3,8 @@
  *
  *   local raw = require "rawread"
  *   local ns, nbytes = raw.ns_per_read(fd, bufsize, iterations)
- *   local v1, v2, v3 = raw.read(fd, bufsize)
+ *   local count, enabled, running = raw.read(fd, bufsize)  -- ev:read()'s floor
+ *   raw.read_group(fd, t)                                  -- g:read(t)'s floor
  *
  * read(2)s fd `iterations` times into one buffer of `bufsize` bytes in a C
  * loop timed with CLOCK_MONOTONIC; returns nanoseconds per read and the
@@ -51,24 +52,89 @@ static int r_ns_per_read(lua_State *L) {
   return 2;
 }
 
-/* raw.read(fd, bufsize): one read(2) of up to bufsize (<= 512) bytes, its
- * first three words returned (nil, message on failure): the least a
- * binding's read does, called from a Lua loop as ev:read() is (the floor
- * of bench/read.lua). */
+/* The count of a value, as ev:read() and g:read(t) give it: false when
+ * the event never ran, scaled by enabled/running when multiplexed. */
+static void push_count(lua_State *L, uint64_t value, uint64_t enabled, uint64_t running)
+{
+  if (running == 0)
+    lua_pushboolean(L, 0);
+  else if (enabled != 0 && enabled != running)
+    lua_pushinteger(L, (lua_Integer)(uint64_t)((long double)value * enabled / running));
+  else
+    lua_pushinteger(L, (lua_Integer)value);
+}
+
+/* raw.read(fd, bufsize): the floor of ev:read() (read_format
+ * total_time_enabled|total_time_running): one read(2) of bufsize (24..512)
+ * bytes, the count (scaled, or false, as ev:read() gives it), enabled and
+ * running returned (nil, message on failure). */
 static int r_read(lua_State *L) {
-  uint64_t w[64] = { 0 };
-  lua_Integer size = luaL_optinteger(L, 2, 40);
+  uint64_t w[64];
+  lua_Integer size = lua_tointeger(L, 2);
+  ssize_t got;
   if (size < 24 || size > (lua_Integer)sizeof w)
     return luaL_argerror(L, 2, "bufsize must be 24..512");
-  if (read((int)lua_tointeger(L, 1), w, (size_t)size) < 0) {
+  got = read((int)lua_tointeger(L, 1), w, (size_t)size);
+  if (got < 24) {
     lua_pushnil(L);
-    lua_pushstring(L, strerror(errno));
+    lua_pushstring(L, got < 0 ? strerror(errno) : "a short read");
     return 2;
   }
-  lua_pushinteger(L, (lua_Integer)w[0]);
+  push_count(L, w[0], w[1], w[2]);
   lua_pushinteger(L, (lua_Integer)w[1]);
   lua_pushinteger(L, (lua_Integer)w[2]);
   return 3;
+}
+
+/* raw.read_group(fd, t): the floor of g:read(t), for a leader of
+ * read_format group|id|total_time_enabled|total_time_running (what
+ * perfev.group opens) of at most 32 members: one read(2), then t filled
+ * with what g:read(t) promises: t[i] the count of member i (the kernel's
+ * order; scaled, or false, as above), t.raw the unscaled values (t itself
+ * when nothing was scaled, else a table of t's), t.time_enabled,
+ * t.time_running. Returns t (nil, message on failure). The keys are
+ * upvalues 1-3 (a pushed upvalue and lua_rawset: the cheapest keyed write
+ * of the C API, no string interning per write). */
+static int r_read_group(lua_State *L) {
+  uint64_t w[3 + 2 * 32];
+  ssize_t got;
+  int scaled;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  got = read((int)lua_tointeger(L, 1), w, sizeof w);
+  if (got < 24 || (size_t)got < (3 + 2 * w[0]) * sizeof w[0]) {
+    lua_pushnil(L);
+    lua_pushstring(L, got < 0 ? strerror(errno) : "a short read");
+    return 2;
+  }
+  lua_settop(L, 2);
+  scaled = w[2] != 0 && w[1] != 0 && w[1] != w[2];
+  lua_pushvalue(L, lua_upvalueindex(1));   /* 3: "raw", 4: its table */
+  if (!scaled) {
+    lua_pushvalue(L, 2);
+  } else if (lua_rawget(L, 2) != LUA_TTABLE || lua_rawequal(L, -1, 2)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+  } else {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, -2);
+  }
+  for (uint64_t i = 0; i < w[0]; i++) {
+    uint64_t value = w[3 + 2 * i];
+    push_count(L, value, w[1], w[2]);
+    lua_rawseti(L, 2, (lua_Integer)i + 1);
+    if (scaled) {
+      lua_pushinteger(L, (lua_Integer)value);
+      lua_rawseti(L, 4, (lua_Integer)i + 1);
+    }
+  }
+  lua_rawset(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_pushinteger(L, (lua_Integer)w[1]);
+  lua_rawset(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(3));
+  lua_pushinteger(L, (lua_Integer)w[2]);
+  lua_rawset(L, 2);
+  return 1;
 }
 
 /* The clock the C loop uses, for timing the Lua side the same way. */
@@ -87,5 +153,10 @@ static const luaL_Reg funcs[] = {
 int luaopen_rawread(lua_State *L);
 int luaopen_rawread(lua_State *L) {
   luaL_newlib(L, funcs);   /* compat.h: also for 5.1 */
+  lua_pushliteral(L, "raw");
+  lua_pushliteral(L, "time_enabled");
+  lua_pushliteral(L, "time_running");
+  lua_pushcclosure(L, r_read_group, 3);
+  lua_setfield(L, -2, "read_group");
   return 1;
 }
