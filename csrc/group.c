@@ -217,6 +217,33 @@ static void set_key(lua_State *L, int t, int key, uint64_t v)
   lua_rawset(L, t);
 }
 
+/* The members' counts at t[pos], raw values at raw[pos] (0: none, the
+ * counts are the raw values), lost at lost[pos] (0: none); p at the first
+ * member's value. */
+static void fill_members(lua_State *L, const struct perfev_group *g, const struct perfev_reading *r,
+                         const uint64_t *p, int t, int raw, int lost)
+{
+  for (uint64_t k = 0; k < r->nr; k++) {
+    uint64_t value = *p++, id = r->has_id ? *p++ : 0;
+    lua_Integer pos = (lua_Integer)position(g, (size_t)k, id) + 1;
+    if (r->has_running && r->running == 0)
+      lua_pushboolean(L, 0);
+    else if (raw)
+      lua_pushinteger(L, (lua_Integer)perfev_scale(value, r->enabled, r->running));
+    else
+      lua_pushinteger(L, (lua_Integer)value);
+    lua_rawseti(L, t, pos);
+    if (raw) {
+      lua_pushinteger(L, (lua_Integer)value);
+      lua_rawseti(L, raw, pos);
+    }
+    if (lost) {
+      lua_pushinteger(L, (lua_Integer)*p++);
+      lua_rawseti(L, lost, pos);
+    }
+  }
+}
+
 /* Counts at t[pos], raw values at t.raw[pos], lost at t.lost[pos]. When
  * nothing was scaled the counts are the raw values, and t.raw is t itself:
  * the refill stays one table write per member (a push and a rawseti at
@@ -237,23 +264,15 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
     subtable(L, t, UP_LOST);
     lost = lua_gettop(L);
   }
-  for (uint64_t k = 0; k < r->nr; k++) {
-    uint64_t value = *p++, id = r->has_id ? *p++ : 0;
-    lua_Integer pos = (lua_Integer)position(g, (size_t)k, id) + 1;
-    if (r->has_running && r->running == 0)
-      lua_pushboolean(L, 0);
-    else if (raw)
-      lua_pushinteger(L, (lua_Integer)perfev_scale(value, r->enabled, r->running));
-    else
-      lua_pushinteger(L, (lua_Integer)value);
-    lua_rawseti(L, t, pos);
-    if (raw) {
-      lua_pushinteger(L, (lua_Integer)value);
-      lua_rawseti(L, raw, pos);
-    }
-    if (lost) {
-      lua_pushinteger(L, (lua_Integer)*p++);
-      lua_rawseti(L, lost, pos);
+  if (raw || lost || !r->has_id || (r->has_running && r->running == 0)) {
+    fill_members(L, g, r, p, t, raw, lost);
+  } else {
+    /* the common case, kept lean (a read's cost is mostly this loop):
+     * value and id per member, each value as read */
+    const uint64_t *end = p + 2 * r->nr;
+    for (size_t k = 0; p < end; k++, p += 2) {
+      lua_pushinteger(L, (lua_Integer)p[0]);
+      lua_rawseti(L, t, (lua_Integer)position(g, k, p[1]) + 1);
     }
   }
   set_key(L, t, UP_ENABLED, r->enabled);
@@ -261,9 +280,10 @@ static void fill(lua_State *L, const struct perfev_group *g, const struct perfev
 }
 
 /* One read(2) of g's leader into the table at index 2 (a new one when the
- * slot is none or nil); the reader userdata is at index rd (an upvalue
- * index for the bound read). Returns the table, or nil, message, errno. */
-static int read_into(lua_State *L, struct perfev_group *g, int rd)
+ * slot is none or nil; its type is t); the reader userdata is at index rd
+ * (an upvalue index for the bound read). Returns the table, or nil,
+ * message, errno. */
+static int read_into(lua_State *L, struct perfev_group *g, int rd, int t)
 {
   uint64_t buf[PERFEV_READ_WORDS];
   struct perfev_reading r;
@@ -273,8 +293,8 @@ static int read_into(lua_State *L, struct perfev_group *g, int rd)
   err = perfev_read_fd(g->leader->fd, g->leader->read_format, buf, PERFEV_READ_WORDS, &r);
   if (err)
     return perfev_push_read_error(L, err);
-  if (lua_type(L, 2) != LUA_TTABLE) {
-    if (!lua_isnoneornil(L, 2))
+  if (t != LUA_TTABLE) {
+    if (t != LUA_TNONE && t != LUA_TNIL)
       luaL_checktype(L, 2, LUA_TTABLE);
     lua_settop(L, 1);
     lua_createtable(L, (int)g->n, 4);
@@ -294,7 +314,7 @@ static int read_into(lua_State *L, struct perfev_group *g, int rd)
 /* reader:read([into]) -> into, refilled */
 static int l_group_read(lua_State *L)
 {
-  return read_into(L, (struct perfev_group *)perfev_self(L, PERFEV_GROUP_MT), 1);
+  return read_into(L, (struct perfev_group *)perfev_self(L, PERFEV_GROUP_MT), 1, lua_type(L, 2));
 }
 
 /* The bound read: owner:read([t]) with owner the Lua object bind was given,
@@ -307,7 +327,7 @@ static int l_group_bound_read(lua_State *L)
   int t = lua_type(L, 2);
   if (lua_rawequal(L, 1, lua_upvalueindex(UP_OWNER)) && g->leader->fd >= 0 &&
       (t == LUA_TTABLE || t == LUA_TNIL || t == LUA_TNONE)) {
-    return read_into(L, g, lua_upvalueindex(UP_READER));
+    return read_into(L, g, lua_upvalueindex(UP_READER), t);
   }
   lua_pushvalue(L, lua_upvalueindex(UP_FALLBACK));
   lua_insert(L, 1);

@@ -121,12 +121,12 @@ struct perfev_event *perfev_event_self(lua_State *L);
 void *perfev_self_slow(lua_State *L, const char *tname);
 static inline void *perfev_self(lua_State *L, const char *tname)
 {
-  void *p = lua_touserdata(L, 1);
-  if (p && lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) {
-    int same = lua_rawequal(L, -1, lua_upvalueindex(1));
+  if (lua_getmetatable(L, 1)) {
+    /* tables by address: cheaper than lua_rawequal, the same answer */
+    int same = lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(1));
     lua_pop(L, 1);
-    if (same)
-      return p;
+    if (same && lua_type(L, 1) == LUA_TUSERDATA)
+      return lua_touserdata(L, 1);
   }
   return perfev_self_slow(L, tname);
 }
