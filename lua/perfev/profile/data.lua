@@ -8,7 +8,8 @@
 -- profile = {
 --   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
 --   funcs  = { { name, source, linedefined, what, label } },        -- one per function
---   stacks = { { frames = { ids, root first }, weight, samples } },
+--   stacks = { { frames = { ids, root first }, weight, samples, tags } },   -- tags: pprof labels
+--            ("key\2value\1key\2value", perfev.resty.tags) or nil
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
 --   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
@@ -178,11 +179,12 @@ local function cut(raw, frames, funcs, root)
       for i = from, #s do ids[#ids + 1] = s[i] end
       ids = fold_own(ids, frames, own_id)
       local k = table.concat(ids, ",")
+      if s.tags then k = k .. "\3" .. s.tags end     -- pprof labels: a stack of their own
       local t = byids[k]
       if t then
         t.weight, t.samples = t.weight + s.weight, t.samples + s.samples
       else
-        t = { frames = ids, weight = s.weight, samples = s.samples }
+        t = { frames = ids, weight = s.weight, samples = s.samples, tags = s.tags }
         out[#out + 1] = t
         byids[k] = t
       end
