@@ -89,6 +89,7 @@ build = {
       ["perfev.cli.record"] = "lua/perfev/cli/record.lua",
       ["perfev.cli.report"] = "lua/perfev/cli/report.lua",
       ["perfev.cli.run"] = "lua/perfev/cli/run.lua",
+      ["perfev.cli.serve"] = "lua/perfev/cli/serve.lua",
       ["perfev.cli.stat"] = "lua/perfev/cli/stat.lua",
       ["perfev.compat"] = "lua/perfev/compat.lua",
       ["perfev.decode_jit"] = "lua/perfev/decode_jit.lua",

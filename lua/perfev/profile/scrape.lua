@@ -136,7 +136,8 @@ function M.init(opts)
   return true
 end
 
--- The window's arguments, checked: { seconds, event, freq, period } | nil, message.
+-- The window's arguments, checked: { seconds, event, freq, period } | nil,
+-- message (perfev profile -p PID --serve checks its scrapes with it too).
 local function window_args(query)
   local t, msg = resty.args(query, { "seconds", "event", "freq", "period" })
   if not t then return nil, msg end
@@ -148,6 +149,7 @@ local function window_args(query)
   t.seconds = s
   return resty.rate(t)
 end
+M.window_args = window_args
 
 local function answer(status, msg)
   ngx.status = status
