@@ -24,7 +24,7 @@ while os.time() < deadline do cheap() dear() end
 local function cum(text, name)
   local scale = { ns = 1e-6, us = 1e-3, ["\194\181s"] = 1e-3, ms = 1, s = 1e3 }
   for line in text:gmatch("[^\n]+") do
-    local v, unit, n = line:match("^%s*%S+%s+%S+%%%s+%S+%%%s+([%d.]+)(%D*)%s+%S+%%%s+(.-)%s*$")
+    local v, unit, n = line:match("^%s*%S+%s+%S+%%%s+%S+%%%s+([%d.]+)(%D-)%s+%S+%%%s+(.-)%s*$")
     if n == name and scale[unit] then return tonumber(v) * scale[unit] end
   end
 end
