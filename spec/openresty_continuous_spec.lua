@@ -66,28 +66,39 @@ describe("examples/openresty's /debug/pprof/profile in continuous mode", functio
 
   it("answers from the last N seconds, at the functions' shares, with labels, after the load has gone", function()
     local id = "0af7651916cd43dd8448eb211c80319c"
-    run(("wrk -t1 -c2 -d5s -H 'traceparent: 00-%s-b7ad6b7169203331-01' %s/work/split > %s/wrk-split.out 2>&1 & "
-         .. "wrk -t1 -c1 -d5s %s/work/light > /dev/null 2>&1 & wait"):format(id, base, dir, base))
+    run(("wrk -t1 -c2 -d8s -H 'traceparent: 00-%s-b7ad6b7169203331-01' %s/work/split > %s/wrk-split.out 2>&1 & "
+         .. "wrk -t1 -c1 -d8s %s/work/light > /dev/null 2>&1 & wait"):format(id, base, dir, base))
     sh("sleep 1.5")                 -- the workers have folded their last second; no load now
     local saved = dir .. "/c.pb.gz"
-    local _, code, headers = get("debug/pprof/profile?seconds=8")
+    local _, code, headers = get("debug/pprof/profile?seconds=11")
     assert.equal("200", code, headers)
-    run(("curl -s -o %s '%s/debug/pprof/profile?seconds=8'"):format(saved, base))
+    run(("curl -s -o %s '%s/debug/pprof/profile?seconds=11'"):format(saved, base))
     assert.matches("\nX%-Perfev%-Mode: continuous\r\n", headers)
     local out, status = pprof("-top " .. saved)
     assert.equal(0, status, out)
     assert.matches("\nType: cpu\n", out)
-    assert.matches("\nDuration: 8s,", out)
+    assert.matches("\nDuration: 11s,", out)
     local cheap, dear = cum(out, "cheap"), cum(out, "dear")
     assert.truthy(cheap and dear, out)
     local share = cheap / (cheap + dear)
     local keys = tonumber(headers:match("X%-Perfev%-Dict%-Keys: (%d+)"))
     local free = tonumber(headers:match("X%-Perfev%-Dict%-Free: (%d+)"))
-    print(("\nopenresty continuous: 5 s of wrk on /work/split and /work/light, scraped 1.5 s later for 8 s: "
-           .. "%s, cheap:dear %.1f%%:%.1f%%; the dict: %s keys, %s bytes free of 4 MiB")
+    local overhead = headers:match("X%-Perfev%-Overhead: ([%d.]+)%%")
+    print(("\nopenresty continuous: 8 s of wrk on /work/split and /work/light, scraped 1.5 s later for 11 s: "
+           .. "%s, cheap:dear %.1f%%:%.1f%%; the dict: %s keys, %s bytes free of 4 MiB; the profiler's "
+           .. "cost: %s%% of the workers' CPU time")
           :format(out:match("Total samples = [^\n]*") or "?", 100 * share, 100 * (1 - share), tostring(keys),
-                  tostring(free)))
-    assert.is_true(math.abs(share - 0.25) <= 0.08, ("cheap/(cheap+dear) %.3f\n%s"):format(share, out))
+                  tostring(free), tostring(overhead)))
+    -- the profiler measured its own cost (its samples and folds, against
+    -- the workers' CPU time): some, and less than all of it
+    assert.is_true(tonumber(overhead) > 0 and tonumber(overhead) < 100, headers)
+    -- at 49 Hz the samples are few where the machine is busy (each is
+    -- 1/49 s): the share is held within 4 standard deviations of its
+    -- count's binomial spread, and 8 points at least
+    local n = (cheap + dear) / (1000 / 49)
+    local bound = math.max(0.08, 4 * math.sqrt(0.25 * 0.75 / n))
+    assert.is_true(math.abs(share - 0.25) <= bound,
+                   ("cheap/(cheap+dear) %.3f of %.0f samples, bound %.3f\n%s"):format(share, n, bound, out))
     -- the bound: at most 49 Hz x 2 workers stack keys per second kept (60),
     -- and a key of samples per second, and 5 of what the workers profile
     assert.is_true(keys <= 60 * (49 * O.WORKERS + 1) + 5, tostring(keys))

@@ -14,7 +14,8 @@
 -- opened again once the session is complete.
 --
 -- The dict's keys: "c<slot>\t<stack>[\t<labels>]" (the weight summed over
--- the workers), "n<slot>" (the samples), and "c_event", "c_unit",
+-- the workers), "n<slot>" (the samples), "k<slot>" and "u<slot>" (the
+-- profiler's cost and the workers' CPU time, ns), and "c_event", "c_unit",
 -- "c_freq", "c_period", "c_keep" (what the workers profile). A slot holds
 -- at most freq x workers distinct stacks (one per sample at worst): the
 -- dict holds at most keep x freq x workers stack keys, each the size of
@@ -25,6 +26,7 @@ local resty = require "perfev.profile.resty"
 local folded = require "perfev.profile.folded"
 local options = require "perfev.options"
 local tags = require "perfev.resty.tags"
+local core = require "perfev.core"
 
 local M = {}
 
@@ -53,17 +55,26 @@ end
 
 local function slot_now() return math.floor(ngx.now() / M.SLOT) end
 
--- The samples since the last fold added to the dict under this second's slot.
+local thread_ns = function() return core.clock_ns("thread_cputime_id") end
+
+-- The samples since the last fold added to the dict under this second's
+-- slot; with what the profiler cost this worker meanwhile ("k<slot>": its
+-- samples, as its budget measures them, and this fold, in CPU time) and
+-- the worker's CPU time ("u<slot>"), in ns: the overhead a scrape reports.
 local function fold(d, p)
+  local t0 = thread_ns()
   local pr = p:take()
-  if pr.samples == 0 and #pr.stacks == 0 then return true end
   local slot, ttl = slot_now(), worker.cfg.keep + 2 * M.SLOT
+  local cost, cpu = (pr.cost or 0) - (worker.cost or 0), (pr.cpu or 0) - (worker.cpu or 0)
+  worker.cost, worker.cpu = pr.cost or 0, pr.cpu or 0
   for _, t in ipairs(folded.fold(pr, true)) do
     local key = ("c%.0f\t%s%s"):format(slot, t.key, t.tags and ("\t" .. t.tags) or "")
     local _, err = d:incr(key, t.weight, 0, ttl)
     if err then return nil, err end
   end
-  d:incr(("n%.0f"):format(slot), pr.samples, 0, ttl)
+  if pr.samples > 0 then d:incr(("n%.0f"):format(slot), pr.samples, 0, ttl) end
+  d:incr(("u%.0f"):format(slot), cpu, 0, ttl)
+  d:incr(("k%.0f"):format(slot), cost + (thread_ns() - t0), 0, ttl)
   return true
 end
 
@@ -104,7 +115,8 @@ local function open(d)
     end
     return
   end
-  worker.p, worker.failed = p, nil
+  worker.p, worker.failed, worker.cost, worker.cpu = p, nil, 0, 0
+  p.namer = require("perfev.profile.naming").namer()   -- each source read once, not at every fold
   d:set("c_event", cfg.event)
   d:set("c_unit", p.unit)
   d:set("c_freq", p.freq or false)
@@ -157,17 +169,20 @@ function M.summed(d, seconds)
   end
   local now = slot_now()
   local from = now - math.floor(seconds / M.SLOT)
-  local lines, samples = {}, 0
+  local lines, sums = {}, { n = 0, k = 0, u = 0 }
   for _, k in ipairs(d:get_keys(0)) do
     local slot, rest = k:match("^c(%d+)\t(.*)$")
     slot = tonumber(slot)
     if slot and slot > from then
       lines[#lines + 1] = ("%s %.0f"):format(rest, d:get(k) or 0)
     else
-      slot = tonumber(k:match("^n(%d+)$"))
-      if slot and slot > from then samples = samples + (d:get(k) or 0) end
+      local what
+      what, slot = k:match("^([nku])(%d+)$")
+      slot = tonumber(slot)
+      if slot and slot > from then sums[what] = sums[what] + (d:get(k) or 0) end
     end
   end
+  local samples = sums.n
   table.sort(lines)
   local p = folded.decode(table.concat(lines, "\n"), {
     event = d:get("c_event"), unit = d:get("c_unit"), samples = samples,
@@ -175,6 +190,8 @@ function M.summed(d, seconds)
   p.freq, p.period = d:get("c_freq") or nil, d:get("c_period") or nil
   p.time = (from + 1) * M.SLOT
   p.duration = seconds * 1e9
+  -- the profiler's share of the workers' CPU time over those seconds
+  p.overhead = sums.u > 0 and sums.k / sums.u or nil
   return p
 end
 

@@ -69,8 +69,8 @@ end
 -- the engine's call names are sure (raw.call_names ~= "unsure": LuaJIT's
 -- debug.getinfo names a tail-called function after the call of the
 -- function that made the tail call); else none.
-local function lua_names(raw)
-  local define, sure = naming.namer(), raw.call_names ~= "unsure"
+local function lua_names(raw, namer)
+  local define, sure = namer or naming.namer(), raw.call_names ~= "unsure"
   local names = {}
   for _, f in ipairs(raw.frames) do
     if f.what == "Lua" then
@@ -85,9 +85,9 @@ end
 
 -- Names every frame and interns its function; frames of perfev's own
 -- modules are marked own.
-local function name_frames(raw)
+local function name_frames(raw, namer)
   local frames, funcs, byfunc = {}, {}, {}
-  local names = lua_names(raw)
+  local names = lua_names(raw, namer)
   for i, f in ipairs(raw.frames) do
     local name = display_name(f, names)
     local k = func_key(f, name)
@@ -225,9 +225,11 @@ local function used_only(frames, funcs, stacks)
 end
 
 -- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
--- function whose pcall ran the profiled function), event, unit, freq, period, name, time.
+-- function whose pcall ran the profiled function), event, unit, freq, period, name, time;
+-- namer: a perfev.profile.naming namer kept from one build to the next
+-- (a continuous profiler's takes: its sources read once, not every take).
 function M.build(raw, opts)
-  local frames, funcs = name_frames(raw)
+  local frames, funcs = name_frames(raw, opts.namer)
   local stacks, outside, outside_samples = cut(raw, frames, funcs, opts.root)
   frames, funcs = used_only(frames, funcs, stacks)
   local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,

@@ -160,7 +160,7 @@ end
 -- A new window in the dict: the last one's stacks dropped.
 local function new_window(d, args, p)
   for _, k in ipairs(d:get_keys(0)) do
-    if k ~= "running" and k ~= "wid" and not k:find("^[cn]%d") and not k:find("^c_") then d:delete(k) end
+    if k ~= "running" and k ~= "wid" and not k:find("^[cnku]%d") and not k:find("^c_") then d:delete(k) end
   end
   local now = ngx.now()
   for k, v in pairs { event = args.event, unit = p.unit, freq = p.freq or false, period = p.period or false,
@@ -223,6 +223,7 @@ local function serve_continuous(d, args)
   ok, body = pcall(pprof.encode, pr)
   if not ok then return answer(500, options.strip_where(body)) end
   send(body, nil, pr.samples, { ["X-Perfev-Mode"] = "continuous",
+                                ["X-Perfev-Overhead"] = pr.overhead and ("%.3f%%"):format(100 * pr.overhead) or nil,
                                 ["X-Perfev-Dict-Keys"] = ("%.0f"):format(#d:get_keys(0)),
                                 ["X-Perfev-Dict-Free"] = d.free_space and ("%.0f"):format(d:free_space()) or nil })
 end
