@@ -59,6 +59,8 @@ local CONFIGS = {
   -- start() notes each request's pprof labels while the profiler runs
   { name = "counters + hist. + continuous", init = INIT .. CONTINUOUS, rewrite = START, log = FINISH,
     metrics = true },
+  { name = "counters + hist. + cont., no labels", init = INIT .. CONTINUOUS:gsub("continuous = true",
+    "continuous = { labels = false }"), rewrite = START, log = FINISH, metrics = true },
 }
 -- PERFEV_BENCH_ONLY=a,b: the configurations whose names hold a or b (and the first, the base)
 local only = os.getenv("PERFEV_BENCH_ONLY")
@@ -207,6 +209,16 @@ local ok, err = pcall(function()
       local c = CONFIGS[(r + k - 1) % #CONFIGS + 1]
       local rate, n, cpu, errs = load(c, SECONDS)
       c.rates[r], c.cpus[r], c.n = rate, cpu, c.n + n
+      if c.init:find("continuous", 1, true) then
+        -- what the continuous profiler measured of its own cost over the
+        -- round (its samples and folds against the workers' CPU time),
+        -- once the workers have folded its last second
+        B.sh("sleep 1.2")
+        local h = B.sh(("curl -s -D - -o /dev/null 'http://127.0.0.1:%d/debug/pprof/profile?seconds=%d'")
+                       :format(c.port, SECONDS))
+        c.costs = c.costs or {}
+        c.costs[#c.costs + 1] = tonumber(h:match("X%-Perfev%-Overhead: ([%d.]+)%%"))
+      end
       if errs then print(("  %s, round %d: %s"):format(c.name, r, errs)) end
     end
   end
@@ -230,12 +242,11 @@ local ok, err = pcall(function()
       local n = tonumber(text:match('\nperfev_request_requests_total{uri="/work/light"} (%d+)'))
       print(("%s: /metrics counts %s requests of /work/light, wrk %d"):format(c.name, tostring(n), c.n))
     end
-    if c.init:find("continuous", 1, true) then
-      -- what the continuous profiler measured of its own cost over the
-      -- last minute (its samples and folds against the workers' CPU time)
-      local h = B.sh(("curl -s -D - -o /dev/null 'http://127.0.0.1:%d/debug/pprof/profile?seconds=60'"):format(c.port))
-      print(("%s: the profiler's own cost over the last 60 s: %s of the workers' CPU time, %s samples")
-            :format(c.name, h:match("X%-Perfev%-Overhead: (%S+)") or "?", h:match("X%-Perfev%-Samples: (%d+)") or "?"))
+    if c.costs and #c.costs > 0 then
+      local cs = {}
+      for r, v in ipairs(c.costs) do cs[r] = ("%.2f"):format(v) end
+      print(("%s: the continuous profiler's own cost (X-Perfev-Overhead, over each round): median %.2f %% "
+             .. "of the workers' CPU time; rounds: %s"):format(c.name, B.median(c.costs), table.concat(cs, " ")))
     end
     local log = B.read_file(c.prefix .. "/logs/error.log") or ""
     if log:find("%[error%]") then print(c.name .. ": error.log: " .. log:sub(1, 500)) end

@@ -357,7 +357,8 @@ end
 -- The Lua stacks of every worker over N seconds, gzipped profile.proto
 -- (Go's net/http/pprof convention, scraped by Parca and Grafana Alloy):
 -- lua/perfev/profile/scrape.lua, doc/openresty.md.
---   init_worker_by_lua*:              pprof_init([{ dict = }])   (default dict perfev_pprof)
+--   init_worker_by_lua*:              pprof_init([{ dict =, continuous = }])   (default dict perfev_pprof;
+--                                     continuous: true or { event, freq | period, keep }: continuous mode)
 --   location = /debug/pprof/profile: pprof_serve([{ dict = }]) (?seconds=N[&event=E][&freq=F|&period=P])
 for name, f in pairs { pprof_init = "init", pprof_serve = "serve" } do
   _M[name] = function(opts) return require("perfev.profile.scrape")[f](opts) end

@@ -8,6 +8,7 @@
 --
 --   init_worker_by_lua_block { require("perfev.resty").pprof_init{ continuous = true } }
 --   init_worker_by_lua_block { require("perfev.resty").pprof_init{ continuous = { freq = 19, keep = 120 } } }
+--   ... continuous = { labels = false }: no uri / trace_id labels, nothing done per request
 --
 -- One profiler per worker: while a /profile session takes requests the
 -- worker's continuous profiler is closed (its last samples folded), and
@@ -40,8 +41,8 @@ function M.config(c)
   if c == true then c = {} end
   if type(c) ~= "table" then return nil, "option 'continuous' must be true or a table" end
   for k in pairs(c) do
-    if k ~= "event" and k ~= "freq" and k ~= "period" and k ~= "keep" then
-      return nil, ("option 'continuous' has no field '%s' (event, freq, period, keep)"):format(tostring(k))
+    if k ~= "event" and k ~= "freq" and k ~= "period" and k ~= "keep" and k ~= "labels" then
+      return nil, ("option 'continuous' has no field '%s' (event, freq, period, keep, labels)"):format(tostring(k))
     end
   end
   local keep = c.keep or M.KEEP
@@ -49,8 +50,9 @@ function M.config(c)
     return nil, "continuous.keep must be a whole number of seconds >= 1"
   end
   if c.freq and c.period then return nil, "continuous: give freq or period, not both" end
+  if c.labels ~= nil and type(c.labels) ~= "boolean" then return nil, "continuous.labels must be true or false" end
   return { event = c.event or "cpu-clock", freq = c.freq or (not c.period and M.FREQ) or nil,
-           period = c.period, keep = keep }
+           period = c.period, keep = keep, labels = c.labels ~= false }
 end
 
 local function slot_now() return math.floor(ngx.now() / M.SLOT) end
@@ -62,6 +64,9 @@ local thread_ns = function() return core.clock_ns("thread_cputime_id") end
 -- samples, as its budget measures them, and this fold, in CPU time) and
 -- the worker's CPU time ("u<slot>"), in ns: the overhead a scrape reports.
 local function fold(d, p)
+  -- no sample since the last fold (an idle worker): nothing to add
+  local c = p.engine and p.engine.c
+  if c and c.samples == 0 then return true end
   local t0 = thread_ns()
   local pr = p:take()
   local slot, ttl = slot_now(), worker.cfg.keep + 2 * M.SLOT
@@ -99,9 +104,12 @@ local function open(d)
   local p, err = resty.open { event = cfg.event, freq = cfg.freq, period = cfg.period }
   local ok
   if p then
-    local on, why = tags.start()
+    -- the samples' pprof labels: a cost on every request perfev.resty
+    -- measures (labels = false: none)
+    local on, why = false, nil
+    if cfg.labels then on, why = tags.start() end
     if on then p.engine.tag = tags.of
-    elseif not worker.said then
+    elseif cfg.labels and not worker.said then
       worker.said = true
       ngx.log(ngx.WARN, "perfev.resty: continuous profile without pprof labels: ", why)
     end

@@ -21,7 +21,9 @@
 -- time: a scrape while one runs, or while a /profile session takes
 -- requests (the same one profiler per worker), is a 409; a bad parameter a
 -- 400. Functions return true, or nil and a message: nothing raises on a
--- request path.
+-- request path. Samples carry pprof labels (uri, trace_id) where
+-- perfev.resty.tags finds their request. pprof_init{ continuous = true }:
+-- no windows, the workers profile all the time (perfev.profile.continuous).
 -- luacheck: globals ngx
 local resty = require "perfev.profile.resty"
 local pprof = require "perfev.profile.pprof"

@@ -16,9 +16,13 @@
 -- luacheck: globals ngx
 local M = {}
 
-M.MAX = 4096           -- requests noted at once per worker (a leak bound: one never logged)
+M.MAX = 1024           -- requests noted at once per worker (a leak bound: one never logged)
 
+-- the requests in flight that were noted: request (thread.exdata's
+-- lightuserdata, a cheap key: no FFI on the request path) -> tags; and the
+-- tags string of each uri label, made once
 local byreq, count = {}, 0
+local of_label, labels = {}, 0
 local ffi, exdata, getexdata
 local why_not
 
@@ -45,11 +49,8 @@ end
 
 M.on = false
 
-local function key_of(p)
-  if p == nil then return nil end
-  local k = tonumber(ffi.cast("uintptr_t", p))
-  if k == 0 then return nil end
-  return k
+local function address(p)
+  return tonumber(ffi.cast("uintptr_t", p))
 end
 
 -- trace_id(traceparent) -> the trace id (32 lowercase hex digits) | nil:
@@ -68,35 +69,50 @@ end
 -- (rewrite or access phase; label: its uri label value).
 function M.note(label)
   if not M.on or not load() then return end
-  local k = key_of(exdata())
-  if not k then return end
-  local tags = "uri\2" .. label
-  local id = M.trace_id(ngx.var.http_traceparent)
-  if id then tags = tags .. "\1trace_id\2" .. id end
-  if not byreq[k] then
+  local r = exdata()
+  if r == nil then return end
+  local tags = of_label[label]
+  if not tags then
+    tags = "uri\2" .. label
+    labels = labels + 1
+    if labels > M.MAX then of_label, labels = {}, 1 end
+    of_label[label] = tags
+  end
+  local tp = ngx.var.http_traceparent
+  if tp then
+    local id = M.trace_id(tp)
+    if id then tags = tags .. "\1trace_id\2" .. id end
+  end
+  if not byreq[r] then
     count = count + 1
     if count > M.MAX then byreq, count = {}, 1 end
   end
-  byreq[k] = tags
+  byreq[r] = tags
 end
 
 -- forget(): the current request is over (log phase).
 function M.forget()
-  if count == 0 or not load() then return end
-  local k = key_of(exdata())
-  if k and byreq[k] then
-    byreq[k] = nil
+  if count == 0 then return end
+  local r = exdata and exdata()
+  if r ~= nil and byreq[r] then
+    byreq[r] = nil
     count = count - 1
   end
 end
 
 -- of(thread) -> the tags of the request that thread runs | nil (the
--- sampler's callback: no allocation but the address's string).
+-- sampler's callback, a few times a second: the thread's request by its
+-- address, looked for among the requests in flight).
 function M.of(thread)
   if count == 0 then return nil end
   local addr = tonumber(tostring(thread):match("0x(%x+)"), 16)
   if not addr then return nil end
-  return byreq[key_of(getexdata(ffi.cast("void *", addr)))]
+  local want = address(getexdata(ffi.cast("void *", addr)))
+  if want == 0 then return nil end
+  for r, tags in pairs(byreq) do
+    if address(r) == want then return tags end
+  end
+  return nil
 end
 
 -- start(): this worker's profiler takes tags from now on (true), or why
