@@ -77,7 +77,7 @@ describe("perfev profile -p PID --serve, scraped by go tool pprof", function()
                               :format(dir, dir, base))
       assert.equal(0, status, out)
       assert.matches("\nType: cpu\n", out)
-      assert.matches("\nDuration: 3s,", out)
+      assert.matches("\nDuration: 3[.%d]*s,", out)   -- the attach's own measure of its window
       local cheap, dear = cum(out, "cheap"), cum(out, "dear")
       assert.truthy(cheap and dear, out)
       local share = cheap / (cheap + dear)
