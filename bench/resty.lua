@@ -6,6 +6,8 @@
 --   make bench                  (or: lua5.4 bench/resty.lua [rounds])
 --   PERFEV_BENCH_SECONDS=5      seconds of load per round and configuration
 --   PERFEV_BENCH_CONNS=50       wrk's connections (-c); its threads: -t2
+--   PERFEV_BENCH_ONLY=a,b       only the configurations whose names hold a or b
+--                               (and the first, the base)
 --   PERFEV_BENCH_BASE=DIR       also DIR's perfev (another checkout's lua/,
 --                               e.g. `git worktree add /tmp/base main`: DIR
 --                               /tmp/base/lua) under the same phases, to
@@ -39,8 +41,14 @@ local INIT = [[local ok, err = require("perfev.resty").init{ dict = "perfev" }
                if not ok then ngx.log(ngx.ERR, err) end]]
 local INIT_NO_HIST = [[local ok, err = require("perfev.resty").init{ dict = "perfev", buckets = false }
                        if not ok then ngx.log(ngx.ERR, err) end]]
+-- continuous profiling (pprof_init{ continuous = true }: 49 Hz per worker,
+-- folded into the dict every second) beside what the others run
+local CONTINUOUS = [[
+               local ok2, err2 = require("perfev.resty").pprof_init{ continuous = true }
+               if not ok2 then ngx.log(ngx.ERR, err2) end]]
 local CONFIGS = {
   { name = "no-op phases", init = INIT, rewrite = "local _ = 1", log = "local _ = 1" },
+  { name = "no-op phases + continuous", init = INIT .. CONTINUOUS, rewrite = "local _ = 1", log = "local _ = 1" },
   -- the floor of any per-request count: the two read(2)s of the group,
   -- nothing kept
   { name = "two reads only", init = INIT,
@@ -48,7 +56,23 @@ local CONFIGS = {
     log = 'local r = require("perfev.resty").default r.g:read(r.t)' },
   { name = "counters", init = INIT_NO_HIST, rewrite = START, log = FINISH, metrics = true },
   { name = "counters + histograms", init = INIT, rewrite = START, log = FINISH, metrics = true },
+  -- start() notes each request's pprof labels while the profiler runs
+  { name = "counters + hist. + continuous", init = INIT .. CONTINUOUS, rewrite = START, log = FINISH,
+    metrics = true },
+  { name = "counters + hist. + cont., no labels", init = INIT .. CONTINUOUS:gsub("continuous = true",
+    "continuous = { labels = false }"), rewrite = START, log = FINISH, metrics = true },
 }
+-- PERFEV_BENCH_ONLY=a,b: the configurations whose names hold a or b (and the first, the base)
+local only = os.getenv("PERFEV_BENCH_ONLY")
+if only then
+  local kept = { CONFIGS[1] }
+  for i = 2, #CONFIGS do
+    for w in only:gmatch("[^,]+") do
+      if CONFIGS[i].name:find(w, 1, true) then kept[#kept + 1] = CONFIGS[i] break end
+    end
+  end
+  CONFIGS = kept
+end
 if BASE then
   CONFIGS[#CONFIGS + 1] = { name = "start()/finish() of " .. BASE, init = INIT, rewrite = START, log = FINISH,
                             lua = BASE, metrics = true }
@@ -67,6 +91,7 @@ http {
     lua_package_path "${prefix}lua/?.lua;${prefix}lua/?/init.lua;;";
     lua_package_cpath "${prefix}lib/?.so;;";
     lua_shared_dict perfev 1m;
+    lua_shared_dict perfev_pprof 4m;
     init_worker_by_lua_block { @INIT@ }
     server {
         listen 127.0.0.1:@PORT@;
@@ -83,6 +108,9 @@ http {
         }
         location = /metrics {
             content_by_lua_block { require("perfev.resty").serve() }
+        }
+        location = /debug/pprof/profile {
+            content_by_lua_block { require("perfev.resty").pprof_serve() }
         }
     }
 }
@@ -181,6 +209,16 @@ local ok, err = pcall(function()
       local c = CONFIGS[(r + k - 1) % #CONFIGS + 1]
       local rate, n, cpu, errs = load(c, SECONDS)
       c.rates[r], c.cpus[r], c.n = rate, cpu, c.n + n
+      if c.init:find("continuous", 1, true) then
+        -- what the continuous profiler measured of its own cost over the
+        -- round (its samples and folds against the workers' CPU time),
+        -- once the workers have folded its last second
+        B.sh("sleep 1.2")
+        local h = B.sh(("curl -s -D - -o /dev/null 'http://127.0.0.1:%d/debug/pprof/profile?seconds=%d'")
+                       :format(c.port, SECONDS))
+        c.costs = c.costs or {}
+        c.costs[#c.costs + 1] = tonumber(h:match("X%-Perfev%-Overhead: ([%d.]+)%%"))
+      end
       if errs then print(("  %s, round %d: %s"):format(c.name, r, errs)) end
     end
   end
@@ -190,7 +228,7 @@ local ok, err = pcall(function()
     local rate, cpu = B.median(c.rates), B.median(c.cpus)
     local rs = {}
     for r, v in ipairs(c.rates) do rs[r] = ("%.0f"):format(v) end
-    print(("%-30s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
+    print(("%-32s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
           :format(c.name, rate, 100 * (rate / base_rate - 1), cpu / 1e3, (cpu - base_cpu) / 1e3,
                   table.concat(rs, " ")))
   end
@@ -203,6 +241,12 @@ local ok, err = pcall(function()
       local text = B.sh(("curl -s http://127.0.0.1:%d/metrics"):format(c.port))
       local n = tonumber(text:match('\nperfev_request_requests_total{uri="/work/light"} (%d+)'))
       print(("%s: /metrics counts %s requests of /work/light, wrk %d"):format(c.name, tostring(n), c.n))
+    end
+    if c.costs and #c.costs > 0 then
+      local cs = {}
+      for r, v in ipairs(c.costs) do cs[r] = ("%.2f"):format(v) end
+      print(("%s: the continuous profiler's own cost (X-Perfev-Overhead, over each round): median %.2f %% "
+             .. "of the workers' CPU time; rounds: %s"):format(c.name, B.median(c.costs), table.concat(cs, " ")))
     end
     local log = B.read_file(c.prefix .. "/logs/error.log") or ""
     if log:find("%[error%]") then print(c.name .. ": error.log: " .. log:sub(1, 500)) end

@@ -126,6 +126,41 @@ describe("examples/openresty's /debug/pprof/profile read by go tool pprof", func
           :format(out:match("Total samples = (%d+)") or "?"))
   end)
 
+  it("labels the samples by uri and, where the request carries a W3C traceparent, by trace id", function()
+    local id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    local tp = "00-" .. id .. "-00f067aa0ba902b7-01"
+    -- /work/split traced, /work/light not, /work/heavy with a malformed
+    -- traceparent (a trace id of 31 digits): no trace_id
+    local before = ("wrk -t1 -c1 -d5s -H 'traceparent: %s' %s/work/split > %s/wrk-t.out 2>&1 & "
+                    .. "wrk -t1 -c1 -d5s %s/work/light > /dev/null 2>&1 & "
+                    .. "wrk -t1 -c1 -d5s -H 'traceparent: 00-%s-00f067aa0ba902b7-01' %s/work/heavy "
+                    .. "> /dev/null 2>&1 & sleep 0.5; "):format(tp, base, dir, base, id:sub(2), base)
+    local out, status = pprof(("-tags -seconds=3 %s/debug/pprof/profile"):format(base), before)
+    assert.equal(0, status, out)
+    -- the labels and their shares: uri (as /metrics's series), trace_id
+    local uris = out:match("\n%s*uri: Total [^\n]*\n(.-)\n%s*\n") or out:match("\n%s*uri: Total [^\n]*\n(.*)$")
+    assert.truthy(uris, out)
+    for _, u in ipairs { "/work/split", "/work/light", "/work/heavy" } do
+      assert.matches("%): " .. u:gsub("%p", "%%%0") .. "\n", uris .. "\n", nil, false, out)
+    end
+    local ids = out:match("\n%s*trace_id: Total [^\n]*\n(.-)\n%s*\n") or out:match("\n%s*trace_id: Total [^\n]*\n(.*)$")
+    assert.truthy(ids, out)
+    local listed = {}
+    for v in ids:gmatch("%): (%S+)") do listed[#listed + 1] = v end
+    assert.same({ id }, listed, out)
+    -- -tagfocus on the trace: /work/split's stacks only
+    local saved = out:match("Saved profile in (%S+)")
+    local focused = pprof(("-top -tagfocus=trace_id=%s %s"):format(id, saved))
+    local t = top(focused)
+    assert.truthy(t.split and t.cheap and t.dear, focused)
+    for name in pairs(t) do
+      assert.is_nil(name:find("heavy", 1, true) or name:find("light", 1, true), focused)
+    end
+    local tagged = pprof("-raw " .. saved)
+    print(("\nopenresty pprof labels: %s"):format((out:gsub("\n%s*\n", "\n"):match("uri:.*$") or ""):gsub("%s+", " ")))
+    assert.matches("trace_id:%[" .. id .. "%]", tagged)
+  end)
+
   it("answers a bad parameter with a 400 and perfev's message, a second window meanwhile with a 409", function()
     local cases = {
       { "seconds=0", "seconds must be an integer from 1 to 300, got '0'" },

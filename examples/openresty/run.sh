@@ -14,7 +14,8 @@
 # is a recipe for a local test on 127.0.0.1, not for a server
 # (doc/openresty.md, Permissions). NGINX_USER=nobody runs them as nobody
 # instead; started by another user, nginx runs its workers as that user.
-# NGINX_PREFIX sets the prefix directory (default build/openresty).
+# NGINX_PREFIX sets the prefix directory (default build/openresty); NGINX_CONF
+# another configuration to start (default examples/openresty/nginx.conf).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 port=${1:-8080}
@@ -35,7 +36,7 @@ mkdir -p "$prefix/logs" "$prefix/lib"
 ln -sfn "$repo/lua" "$prefix/lua"
 ln -sfn "$repo/examples/openresty" "$prefix/app"
 ln -sfn "$repo/build/luajit/perfev" "$prefix/lib/perfev"
-sed "s/listen 127.0.0.1:8080;/listen 127.0.0.1:$port;/" "$repo/examples/openresty/nginx.conf" > "$prefix/nginx.conf"
+sed "s/listen 127.0.0.1:8080;/listen 127.0.0.1:$port;/" "${NGINX_CONF:-$repo/examples/openresty/nginx.conf}" > "$prefix/nginx.conf"
 if [ "$(id -u)" = 0 ]; then
   user=${NGINX_USER:-root}
   nginx -p "$prefix" -c "$prefix/nginx.conf" -g "user $user $(id -gn "$user");"

@@ -236,7 +236,7 @@ end
 function Profiler:build_opts()
   return { root = self.root, event = self.event_name, unit = self.unit, freq = self.freq,
            period = self.period, name = self.name, time = self.t0, duration = self.duration,
-           attr_type = self.engine.attr_type, attr_config = self.engine.attr_config }
+           attr_type = self.engine.attr_type, attr_config = self.engine.attr_config, namer = self.namer }
 end
 
 -- p:write(path[, format]) -> true | nil, message, errno. The format from

@@ -29,6 +29,7 @@ local fs = require "perfev.fs"
 local label_values = require "perfev.resty.labels"
 local prom = require "perfev.resty.prom"
 local series = require "perfev.resty.series"
+local tags = require "perfev.resty.tags"
 
 -- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
 -- rather than "attempt to index a nil value (global 'ngx')".
@@ -207,6 +208,14 @@ function _M.start(self)
   local start = pool[#pool] or {}
   pool[#pool] = nil
   for i = 1, self.n do start[i] = t[i] or 0 end
+  -- a profiler takes pprof labels in this worker: this request's, now
+  -- (perfev.resty.tags), its label kept for finish()
+  if tags.on then
+    start.label = self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")
+    tags.note(start.label)
+  else
+    start.label = nil
+  end
   ngx.ctx.perfev_start = start
   return true
 end
@@ -267,7 +276,9 @@ function _M.finish(self, label)
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  label = self.names:get(label or (self.label and self.label(ngx)) or ngx.var.uri or "")
+  if start.label then tags.forget() end
+  label = label and self.names:get(label) or start.label
+          or self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")
   local acc = self.sums[label]
   if not acc then
     acc = series.acc(self.layout)
@@ -346,7 +357,8 @@ end
 -- The Lua stacks of every worker over N seconds, gzipped profile.proto
 -- (Go's net/http/pprof convention, scraped by Parca and Grafana Alloy):
 -- lua/perfev/profile/scrape.lua, doc/openresty.md.
---   init_worker_by_lua*:              pprof_init([{ dict = }])   (default dict perfev_pprof)
+--   init_worker_by_lua*:              pprof_init([{ dict =, continuous = }])   (default dict perfev_pprof;
+--                                     continuous: true or { event, freq | period, keep }: continuous mode)
 --   location = /debug/pprof/profile: pprof_serve([{ dict = }]) (?seconds=N[&event=E][&freq=F|&period=P])
 for name, f in pairs { pprof_init = "init", pprof_serve = "serve" } do
   _M[name] = function(opts) return require("perfev.profile.scrape")[f](opts) end

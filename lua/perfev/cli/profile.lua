@@ -14,7 +14,7 @@ M.summary = "Profile a Lua script by Lua function on a perf event (flame graphs,
 -- the script and its own options start at the first word that is not one
 -- of perfev's (perfev.cli: split_command): `perfev profile app.lua -v`
 M.value_options = { "-e", "--event", "-F", "--freq", "-c", "--count", "--max-overhead", "-o", "--output",
-                    "-p", "--pid", "-d", "--duration" }
+                    "-p", "--pid", "-d", "--duration", "--serve" }
 
 local output = require "perfev.profile.output"
 local interrupt = require "perfev.interrupt"
@@ -40,6 +40,10 @@ function M.configure(cmd)
                          .. "Default rate: 99 Hz."):convert(tonumber)
   cmd:option("-d --duration", "With -p: stop after this many seconds (default: until the "
                               .. "process exits or Ctrl-C)."):convert(tonumber)
+  cmd:option("--serve", "With -p: serve GET /debug/pprof/profile?seconds=N[&event=E][&freq=F|&period=P] "
+                        .. "on HOST:PORT (Go's net/http/pprof convention: Parca, Grafana Alloy, go tool "
+                        .. "pprof): each scrape attaches for its N seconds and answers gzipped "
+                        .. "profile.proto; until the process exits or Ctrl-C.")
   cmd:argument("script", "The Lua script to run."):args("?")
   cmd:argument("args", "Its arguments."):args("*")
 end
@@ -47,6 +51,32 @@ end
 local function err(msg)
   io.stderr:write("perfev profile: ", msg, "\n")
   return 1
+end
+
+-- perfev profile -p PID --serve ADDR: a pprof endpoint that attaches for
+-- each scrape (perfev.cli.serve)
+local function serve(args)
+  if args.duration then return err("-d is for a profile written to -o; with --serve each scrape asks ?seconds=N") end
+  if args.output and args.output ~= "-" then return err("--serve answers scrapes: no -o") end
+  local pid = args.pid
+  local perfev = require "perfev"
+  return require("perfev.cli.serve").serve {
+    pid = pid, addr = args.serve,
+    log = function(line) io.stderr:write("perfev profile: ", line, "\n") io.stderr:flush() end,
+    alive = function()
+      local f = io.open(("/proc/%d/stat"):format(pid))
+      if not f then return false end
+      local st = f:read("*l") or ""
+      f:close()
+      return not st:match("^%d+ %b() [ZX]")        -- a zombie has exited
+    end,
+    profile = function(w)
+      local p, msg = perfev.attach { pid = pid, event = w.event, freq = w.freq, period = w.period,
+                                     duration = w.seconds, native = args.native }
+      if not p then return nil, (tostring(msg):gsub("^perfev%.attach: ", "")), 500 end
+      return p:profile()
+    end,
+  }
 end
 
 -- perfev profile -p PID: the profile of a running process (perfev.attach)
@@ -88,6 +118,13 @@ function M.run(args)
   local path = args.output or "-"
   local fmt, msg = output.format_of(path)
   if not fmt then return err(msg) end
+  if args.serve and not args.pid then
+    return err("--serve needs -p PID: a script's own profile is not served while it runs (doc/cli.md)")
+  end
+  if args.pid and args.serve then
+    if args.script then return err("-p attaches to a running process: give -p or a script, not both") end
+    return serve(args)
+  end
   if args.pid then return attach(args, path, fmt) end
   if args.duration then return err("-d is for -p PID (a script runs until its end)") end
   if not args.script then return err("give the script to run, or -p PID to attach to a running process") end

@@ -8,9 +8,14 @@
 -- profile = {
 --   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
 --   funcs  = { { name, source, linedefined, what, label } },        -- one per function
+<<<<<<< HEAD
 --   stacks = { { frames = { ids, root first }, weight, samples[, values] } },
 --            (values: a list of several figures per stack, summed as the
 --            weight is: perfev.alloc's four, pprof's sample_types)
+=======
+--   stacks = { { frames = { ids, root first }, weight, samples, tags } },   -- tags: pprof labels
+--            ("key\2value\1key\2value", perfev.resty.tags) or nil
+>>>>>>> fleet2
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
 --   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
@@ -72,8 +77,8 @@ end
 -- the engine's call names are sure (raw.call_names ~= "unsure": LuaJIT's
 -- debug.getinfo names a tail-called function after the call of the
 -- function that made the tail call); else none.
-local function lua_names(raw)
-  local define, sure = naming.namer(), raw.call_names ~= "unsure"
+local function lua_names(raw, namer)
+  local define, sure = namer or naming.namer(), raw.call_names ~= "unsure"
   local names = {}
   for _, f in ipairs(raw.frames) do
     if f.what == "Lua" then
@@ -88,9 +93,9 @@ end
 
 -- Names every frame and interns its function; frames of perfev's own
 -- modules are marked own.
-local function name_frames(raw)
+local function name_frames(raw, namer)
   local frames, funcs, byfunc = {}, {}, {}
-  local names = lua_names(raw)
+  local names = lua_names(raw, namer)
   for i, f in ipairs(raw.frames) do
     local name = display_name(f, names)
     local k = func_key(f, name)
@@ -182,13 +187,18 @@ local function cut(raw, frames, funcs, root)
       for i = from, #s do ids[#ids + 1] = s[i] end
       ids = fold_own(ids, frames, own_id)
       local k = table.concat(ids, ",")
+      if s.tags then k = k .. "\3" .. s.tags end     -- pprof labels: a stack of their own
       local t = byids[k]
       if t then
         t.weight, t.samples = t.weight + s.weight, t.samples + s.samples
         for i, v in ipairs(s.values or {}) do t.values[i] = t.values[i] + v end
       else
+<<<<<<< HEAD
         t = { frames = ids, weight = s.weight, samples = s.samples,
               values = s.values and { unpack(s.values) } }
+=======
+        t = { frames = ids, weight = s.weight, samples = s.samples, tags = s.tags }
+>>>>>>> fleet2
         out[#out + 1] = t
         byids[k] = t
       end
@@ -229,9 +239,11 @@ local function used_only(frames, funcs, stacks)
 end
 
 -- build(raw, opts) -> profile. opts: root ({ source, linedefined }: the
--- function whose pcall ran the profiled function), event, unit, freq, period, name, time.
+-- function whose pcall ran the profiled function), event, unit, freq, period, name, time;
+-- namer: a perfev.profile.naming namer kept from one build to the next
+-- (a continuous profiler's takes: its sources read once, not every take).
 function M.build(raw, opts)
-  local frames, funcs = name_frames(raw)
+  local frames, funcs = name_frames(raw, opts.namer)
   local stacks, outside, outside_samples = cut(raw, frames, funcs, opts.root)
   frames, funcs = used_only(frames, funcs, stacks)
   local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,

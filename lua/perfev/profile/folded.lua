@@ -5,24 +5,29 @@ local data = require "perfev.profile.data"
 
 local M = {}
 
--- fold(profile) -> { { labels, weight } }, stacks merged by function
--- (stacks that differ in lines only), heaviest first.
-function M.fold(p)
+-- fold(profile[, tagged]) -> { { labels, key, weight, tags } }, stacks
+-- merged by function (stacks that differ in lines only), heaviest first;
+-- tagged: stacks with other pprof labels (s.tags) kept apart, their tags
+-- in t.tags (folded text has no labels: merged there).
+function M.fold(p, tagged)
   local out, by = {}, {}
   for _, s in ipairs(p.stacks) do
     local labels = data.labels(p, s)
     local k = table.concat(labels, ";")
-    local t = by[k]
+    local tags = tagged and s.tags or nil
+    local bk = tags and (k .. "\t" .. tags) or k
+    local t = by[bk]
     if t then t.weight = t.weight + s.weight
     else
-      t = { labels = labels, key = k, weight = s.weight }
-      by[k] = t
+      t = { labels = labels, key = k, weight = s.weight, tags = tags }
+      by[bk] = t
       out[#out + 1] = t
     end
   end
   table.sort(out, function(a, b)
     if a.weight ~= b.weight then return a.weight > b.weight end
-    return a.key < b.key
+    if a.key ~= b.key then return a.key < b.key end
+    return (a.tags or "") < (b.tags or "")
   end)
   return out
 end
@@ -38,7 +43,9 @@ end
 -- stacks, weight, samples) that the other outputs encode: stacks folded
 -- elsewhere, or summed from several processes (perfev.resty adds up its
 -- workers' this way). A frame is its label: "name (source:line)" a Lua
--- function, "name [C]" a C one. opts: event, unit, name, samples.
+-- function, "name [C]" a C one. A stack may end with a tab and its pprof
+-- labels ("key\2value\1..."; perfev.resty's dicts keep them so): the
+-- stack's tags. opts: event, unit, name, samples.
 function M.decode(text, opts)
   opts = opts or {}
   local p = { frames = {}, funcs = {}, stacks = {}, weight = 0, samples = 0, lost = 0, outside = 0, outside_samples = 0,
@@ -64,10 +71,12 @@ function M.decode(text, opts)
   for line in text:gmatch("[^\n]+") do
     local stack, w = line:match("^(.-)%s+(%d+)%s*$")
     if stack then
+      local tags
+      stack, tags = stack:match("^([^\t]*)\t?(.*)$")
       local ids = {}
       for label in stack:gmatch("[^;]+") do ids[#ids + 1] = id_of(label) end
       w = tonumber(w)
-      p.stacks[#p.stacks + 1] = { frames = ids, weight = w, samples = 1 }
+      p.stacks[#p.stacks + 1] = { frames = ids, weight = w, samples = 1, tags = tags ~= "" and tags or nil }
       p.weight, p.samples = p.weight + w, p.samples + 1
     end
   end

@@ -107,8 +107,14 @@ end
 -- samples, weight, unattributed). weigh() returns the event's weight since
 -- it was called last (and the records lost meanwhile). opts.main: the
 -- main thread (coroutine.running() is nil there on LuaJIT), for the chain
+<<<<<<< HEAD
 -- of resumers. opts.recorded(st): called with each sample's stack (one of
 -- c.stacks) once it is recorded (perfev.alloc gives it its pending blocks).
+=======
+-- of resumers. opts.tag(thread) -> a string or nil: the sample's pprof
+-- labels (perfev.resty.tags: its request's uri and trace id), kept apart
+-- in stacks of their own (st.tags).
+>>>>>>> fleet2
 function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = { chain = {}, names = setmetatable({}, { __mode = "k" }),
@@ -184,8 +190,11 @@ function M.collector(jp, weigh, opts)
     return sig
   end
   -- records a sample of weight w: its stack, found by its signature
+  local tag_of = opts.tag
   local function record(thread, vmstate, w)
+    local tags = tag_of and tag_of(thread)
     local sig = dump and signature(thread, vmstate)
+    if sig and tags then sig = sig .. "\3" .. tags end
     local st = sig and c.bysig[sig]
     if st then
       st.weight, st.samples = st.weight + w, st.samples + 1
@@ -215,6 +224,7 @@ function M.collector(jp, weigh, opts)
     local n = #ids
     for i = 1, math.floor(n / 2) do ids[i], ids[n + 1 - i] = ids[n + 1 - i], ids[i] end   -- root first
     local k = table.concat(ids, ",")
+    if tags then k = k .. "\3" .. tags end
     st = c.bystack[k]
     if not st then
       -- the frame ids first, the counts set last: LuaJIT 2.1-20230119
@@ -223,7 +233,7 @@ function M.collector(jp, weigh, opts)
       -- perfev.report.callchain's node)
       st = {}
       for i, id in ipairs(ids) do st[i] = id end
-      st.weight, st.samples = 0, 0
+      st.weight, st.samples, st.tags = 0, 0, tags
       c.stacks[#c.stacks + 1] = st
       c.bystack[k] = st
     end
@@ -399,7 +409,7 @@ function Engine:start()
   self.c = M.collector(timed(self.jp, self.budget), function()
     local w, _, lost = drain(ring, self.budget)
     return w, lost
-  end, { main = core.profiler_thread() })
+  end, { main = core.profiler_thread(), tag = self.tag })
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
   local resume, wrap = self.c.wrappers(co.resume, co.wrap)

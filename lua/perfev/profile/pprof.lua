@@ -1,7 +1,8 @@
 -- pprof's profile.proto (github.com/google/pprof/proto/profile.proto),
 -- gzipped, as go tool pprof, Pyroscope, Parca and Cloud Profiler read it:
 -- two sample values (samples, and the event's count), a location per Lua
--- frame and line, a function per Lua function.
+-- frame and line, a function per Lua function; a stack's tags as the
+-- sample's labels (pprof -tags, -tagfocus).
 local pb = require "perfev.profile.protobuf"
 local zlib = require "zlib"
 
@@ -48,7 +49,13 @@ function M.proto(p)
       values = {}
       for i, v in ipairs(s.values) do values[i] = math.floor(v + 0.5) end
     end
-    m:bytes(SAMPLE, pb.message():packed(1, locs):packed(2, values))
+    local sm = pb.message():packed(1, locs):packed(2, values)
+    -- its pprof labels (Sample.label: key and str, indexes of strings):
+    -- "key\2value\1key\2value" (perfev.resty.tags)
+    for k, v in (s.tags or ""):gmatch("([^\1\2]+)\2([^\1]*)") do
+      sm:bytes(3, pb.message():uint(1, str(k)):uint(2, str(v)))
+    end
+    m:bytes(SAMPLE, sm)
   end
   for id, f in ipairs(p.frames) do
     local line = pb.message():uint(1, f.func):uint(2, math.max(f.line or 0, 0))

@@ -162,6 +162,9 @@ function M.start(opts)
   if not left or left < 0 then return true end       -- another worker took the last one
   local p = worker.p
   if not p then
+    -- one profiler per worker: the continuous one gives way to the session
+    local scrape_d = ngx.shared[(type(opts) == "table" and opts.pprof_dict) or "perfev_pprof"]
+    if scrape_d then require("perfev.profile.continuous").yield(scrape_d) end
     local freq, period = d:get("freq"), d:get("period")
     local msg
     p, msg = open { event = d:get("event"), freq = freq or nil, period = period or nil }
@@ -256,10 +259,11 @@ function M.summed(d, name)
 end
 
 -- fold(d, pr) -> true | nil, message: a profile's folded stacks added to a
--- dict's (keys "s\t" .. stack), its samples to "samples".
+-- dict's (keys "s\t" .. stack, and "\t" .. its pprof labels where it has
+-- some), its samples to "samples".
 function M.fold(d, pr)
-  for _, t in ipairs(folded.fold(pr)) do
-    local _, err = d:incr("s\t" .. t.key, t.weight, 0)
+  for _, t in ipairs(folded.fold(pr, true)) do
+    local _, err = d:incr("s\t" .. t.key .. (t.tags and ("\t" .. t.tags) or ""), t.weight, 0)
     if err then return nil, "perfev.resty: " .. err end
   end
   d:incr("samples", pr.samples, 0)

@@ -21,11 +21,15 @@
 -- time: a scrape while one runs, or while a /profile session takes
 -- requests (the same one profiler per worker), is a 409; a bad parameter a
 -- 400. Functions return true, or nil and a message: nothing raises on a
--- request path.
+-- request path. Samples carry pprof labels (uri, trace_id) where
+-- perfev.resty.tags finds their request. pprof_init{ continuous = true }:
+-- no windows, the workers profile all the time (perfev.profile.continuous).
 -- luacheck: globals ngx
 local resty = require "perfev.profile.resty"
 local pprof = require "perfev.profile.pprof"
 local options = require "perfev.options"
+local continuous = require "perfev.profile.continuous"
+local tags = require "perfev.resty.tags"
 
 local M = {}
 
@@ -66,6 +70,7 @@ local function stop(_, d, wid)
   local p = worker.p
   if not p or worker.wid ~= wid then return end
   worker.p = nil
+  tags.stop()
   local ok, err = pcall(function()
     p:stop()
     if d:get("wid") == wid then
@@ -97,8 +102,11 @@ local function look(premature, d)
   local p, err = resty.open { event = d:get("event"), freq = freq or nil, period = period or nil }
   local ok
   if p then
+    -- its samples labelled by request (uri, trace_id) where this LuaJIT
+    -- lets the sampler find the request (perfev.resty.tags)
+    if tags.start() then p.engine.tag = tags.of end
     ok, err = pcall(p.start, p)
-    if not ok then pcall(p.close, p) end
+    if not ok then pcall(p.close, p) tags.stop() end
   end
   if not p or not ok then
     err = options.strip_where(err)
@@ -115,18 +123,23 @@ local function look(premature, d)
   end
 end
 
--- init([{ dict = }]) -> true | nil, message. In init_worker_by_lua*: this
--- worker looks for new windows every M.POLL seconds.
+-- init([{ dict =, continuous = }]) -> true | nil, message. In
+-- init_worker_by_lua*: this worker looks for new windows every M.POLL
+-- seconds; or, with continuous (true or { event, freq | period, keep }),
+-- profiles itself all the time and keeps the last `keep` seconds in the
+-- dict (perfev.profile.continuous).
 function M.init(opts)
   local d, err = resty.dict(opts, M.DICT)
   if not d then return nil, err end
+  if type(opts) == "table" and opts.continuous then return continuous.init(d, opts.continuous) end
   local ok
   ok, err = ngx.timer.every(M.POLL, look, d)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
   return true
 end
 
--- The window's arguments, checked: { seconds, event, freq, period } | nil, message.
+-- The window's arguments, checked: { seconds, event, freq, period } | nil,
+-- message (perfev profile -p PID --serve checks its scrapes with it too).
 local function window_args(query)
   local t, msg = resty.args(query, { "seconds", "event", "freq", "period" })
   if not t then return nil, msg end
@@ -138,6 +151,7 @@ local function window_args(query)
   t.seconds = s
   return resty.rate(t)
 end
+M.window_args = window_args
 
 local function answer(status, msg)
   ngx.status = status
@@ -148,7 +162,7 @@ end
 -- A new window in the dict: the last one's stacks dropped.
 local function new_window(d, args, p)
   for _, k in ipairs(d:get_keys(0)) do
-    if k ~= "running" and k ~= "wid" then d:delete(k) end
+    if k ~= "running" and k ~= "wid" and not k:find("^[cnku]%d") and not k:find("^c_") then d:delete(k) end
   end
   local now = ngx.now()
   for k, v in pairs { event = args.event, unit = p.unit, freq = p.freq or false, period = p.period or false,
@@ -181,11 +195,51 @@ end
 
 -- content_by_lua* of /debug/pprof/profile: ?seconds=N (default 30, at most
 -- 300) [&event=E] [&freq=F | &period=P]; answers after N seconds.
+-- The answer: gzipped profile.proto, Go's headers, and how it was made.
+local function send(body, workers, samples, extra)
+  ngx.header["Content-Type"] = "application/octet-stream"
+  ngx.header["Content-Disposition"] = 'attachment; filename="profile"'
+  if workers then ngx.header["X-Perfev-Workers"] = ("%.0f"):format(workers) end
+  ngx.header["X-Perfev-Samples"] = ("%.0f"):format(samples or 0)
+  for k, v in pairs(extra or {}) do ngx.header[k] = v end
+  ngx.print(body)
+end
+
+-- Continuous mode: the last N seconds from the dict, at once. Another
+-- event or rate than the workers profile is a 400.
+local function serve_continuous(d, args)
+  for _, k in ipairs { "event", "freq", "period" } do
+    local have = d:get("c_" .. k)
+    if args.asked[k] and tostring(args[k]) ~= tostring(have) then
+      return answer(400, ("the workers profile continuously %s at %s: ask without event, freq and period, "
+                          .. "or with those (got %s=%s)"):format(tostring(d:get("c_event")),
+        d:get("c_freq") and (d:get("c_freq") .. " Hz") or ("period " .. tostring(d:get("c_period"))),
+        k, tostring(args.asked[k])))
+    end
+  end
+  if not d:get("c_event") then return answer(503, "the continuous profiler has not started yet (see error.log)") end
+  local ok, pr, err = pcall(continuous.summed, d, args.seconds)
+  if not ok then err, pr = options.strip_where(pr), nil end
+  if not pr then return answer(400, err) end
+  local body
+  ok, body = pcall(pprof.encode, pr)
+  if not ok then return answer(500, options.strip_where(body)) end
+  send(body, nil, pr.samples, { ["X-Perfev-Mode"] = "continuous",
+                                ["X-Perfev-Overhead"] = pr.overhead and ("%.3f%%"):format(100 * pr.overhead) or nil,
+                                ["X-Perfev-Dict-Keys"] = ("%.0f"):format(#d:get_keys(0)),
+                                ["X-Perfev-Dict-Free"] = d.free_space and ("%.0f"):format(d:free_space()) or nil })
+end
+
 function M.serve(opts)
   local d, err = resty.dict(opts, M.DICT)
   if not d then return answer(500, err) end
-  local args, msg = window_args(ngx.req.get_uri_args())
+  local query = ngx.req.get_uri_args()
+  local args, msg = window_args(query)
   if not args then return answer(400, msg) end
+  if continuous.enabled() then
+    args.asked = { event = query.event, freq = query.freq, period = query.period }
+    return serve_continuous(d, args)
+  end
   -- the event and rate must open here: the error now, not in a timer
   local p, warnings = resty.open { event = args.event, freq = args.freq, period = args.period }
   if not p then return answer(400, warnings) end
@@ -208,11 +262,7 @@ function M.serve(opts)
     ngx.log(ngx.ERR, "perfev.resty: ", err)
     return answer(500, err)
   end
-  ngx.header["Content-Type"] = "application/octet-stream"
-  ngx.header["Content-Disposition"] = 'attachment; filename="profile"'
-  ngx.header["X-Perfev-Workers"] = ("%.0f"):format(d:get("folded") or 0)
-  ngx.header["X-Perfev-Samples"] = ("%.0f"):format(d:get("samples") or 0)
-  ngx.print(body)
+  send(body, d:get("folded") or 0, d:get("samples") or 0)
 end
 
 return M
