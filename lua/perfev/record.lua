@@ -35,7 +35,7 @@ local OPTIONS = {
   output = "string|file", pipe = "boolean", event = "spec", events = "table", freq = "integer",
   period = "integer", callchain = "boolean|string", sample_type = "string|table", fn = "function",
   args = "table", command = "string", pid = "integer", duration_ms = "integer",
-  pages = "integer", cpus = "table", attr = "table", kernel = "boolean",
+  pages = "integer", cpus = "cpus", attr = "table", kernel = "boolean",
   drain_every = "any", features = "table", build_ids = "boolean", mmap_data = "boolean",
 }
 

@@ -10,6 +10,8 @@
 --   end
 --   io.write(rep:format())                                -- perf report --stdio
 --   local events = report("perf.data")                    -- the same, events and rows only
+local core = require "perfev.core"
+local unpack = table.unpack or rawget(_G, "unpack")
 local pd = require "perfev.perfdata"
 local options = require "perfev.options"
 local symbols = require "perfev.symbols"
@@ -24,15 +26,16 @@ M.Report = Report
 
 local TYPES = { "sample", "mmap", "mmap2", "comm", "fork", "lost_samples" }
 local MAX_STACK = 127            -- perf's default --max-stack (sysctl kernel.perf_event_max_stack)
-local SAMPLE_CALLCHAIN = 32      -- PERF_SAMPLE_CALLCHAIN
-local TRACEPOINT = 2             -- PERF_TYPE_TRACEPOINT
+local SAMPLE_CALLCHAIN = core.SAMPLE.CALLCHAIN
+local TRACEPOINT = core.TYPE.TRACEPOINT
 
 -- The level letter perf prints for a cpumode.
 local LEVEL = { kernel = "k", user = ".", hypervisor = "H", guest_kernel = "g", guest_user = "u" }
 
-local OPTIONS = { sort = true, fields = true, callchain = true, show_nr_samples = true, show_total_period = true,
-                  children = true, kallsyms = true, debug_dir = true,
-                  perfmap_dir = true, percent_limit = true, progress = true, max_stack = true }
+local OPTIONS = { sort = "string|table", fields = "string|table", callchain = "string|boolean|table",
+                  show_nr_samples = "boolean", show_total_period = "boolean", children = "boolean",
+                  kallsyms = "string|boolean", debug_dir = "string", perfmap_dir = "string",
+                  percent_limit = "number", progress = "boolean", max_stack = "positive" }
 
 local function has_bit(x, bit)
   return math.floor(x / bit) % 2 == 1
@@ -434,17 +437,15 @@ local function aggregate(self, f, opts)
     -- samples counted in C by what makes their row and their chain
     -- (doc/decoding.md's tally): the Lua above runs once per distinct
     -- sample, not per sample
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil,
-                fields = self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS, tally = true }
+    local o = { order = "time", types = TYPES, offsets = bar and true or nil, on_record = other }
     local chained = { callchain = false, callchain_contexts = false }
-    for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:records(o) do
-      if type(n) == "table" then
-        other(n)
-      else
-        local h = by_name[ev] or hists[1]
-        chained.callchain, chained.callchain_contexts = chain, contexts
-        sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
-      end
+    local args = {}
+    for i, k in ipairs(self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS) do args[i] = k end
+    args[#args + 1] = o
+    for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:tally(unpack(args)) do
+      local h = by_name[ev] or hists[1]
+      chained.callchain, chained.callchain_contexts = chain, contexts
+      sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
     end
   else
     -- trace output needs each sample's raw data: samples bring only the
@@ -669,17 +670,7 @@ local function public_row(self, h, r)
   return row
 end
 
-local function check_opts(opts)
-  if type(opts) ~= "table" then options.raise("perfev.report: options must be a table") end
-  for k in pairs(opts) do
-    if not OPTIONS[k] then options.raise(("perfev.report: unknown option '%s'"):format(tostring(k))) end
-  end
-  if opts.percent_limit ~= nil and type(opts.percent_limit) ~= "number" then
-    options.raise("perfev.report: option 'percent_limit' must be a number")
-  end
-end
-
--- report.open(path | file handle, opts) -> report | nil, message
+-- report.open(path | file handle, opts) -> report | nil, message, errno
 -- opts: sort ("comm,dso,symbol", or a list), fields (perf's -F: overhead,
 -- overhead_children, sample, period and sort keys, in the order printed),
 -- show_nr_samples, show_total_period (perf's -n and --show-total-period
@@ -688,8 +679,7 @@ end
 -- or false), debug_dir, perfmap_dir, max_stack (127), progress (true,
 -- false; default: a bar on stderr when it is a terminal and it runs long).
 function M.open(src, opts)
-  opts = opts or {}
-  check_opts(opts)
+  opts = options.check(opts, OPTIONS, "perfev.report")
   local fields, why
   if opts.fields then
     fields, why = keys.parse_fields(opts.fields)
@@ -712,8 +702,8 @@ function M.open(src, opts)
   local names
   names, why = keys.parse(sort)
   if not names then return nil, "perfev.report: " .. why end
-  local f, msg = pd.open(src)
-  if not f then return nil, msg end
+  local f, msg, errno = pd.open(src)
+  if not f then return nil, msg, errno end
   -- perf's default for a file of tracepoints only: the formatted event
   local attrs = f:attrs()
   local all_tp = #attrs > 0
@@ -777,10 +767,10 @@ function Report:__tostring()
   return ("perfev.report(%s; %s)"):format(self.path or "file handle", table.concat(names, ", "))
 end
 
--- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message
+-- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message, errno
 function M.report(src, opts)
-  local rep, msg = M.open(src, opts)
-  if not rep then return nil, msg end
+  local rep, msg, errno = M.open(src, opts)
+  if not rep then return nil, msg, errno end
   local out = {}
   for i, ev in ipairs(rep.events) do
     out[i] = { name = ev.name, samples = ev.samples, period = ev.period, rows = ev.rows }

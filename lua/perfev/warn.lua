@@ -3,6 +3,12 @@
 -- to io.stderr as "perfev: warning: MESSAGE" unless the caller sets a
 -- handler with perfev.on_warning(fn): fn(message) receives each one
 -- instead; false silences them; nil restores io.stderr.
+--
+-- Deprecations (an old option or function name that still works for one
+-- release) go through the same handler when one is set; otherwise through
+-- Lua's own warning channel, warn(), on Lua 5.4 (silent until warnings are
+-- on: `lua -W`, or warn("@on")), and to io.stderr on Lua 5.3 and LuaJIT,
+-- which have no warn(). Each is said once per call site.
 local options = require "perfev.options"
 
 local M = {}
@@ -25,6 +31,36 @@ function M.emit(message)
   if handler == false then return end
   if handler then return handler(message) end
   io.stderr:write("perfev: warning: ", message, "\n")
+end
+
+-- deprecated(message, level): one deprecation warning, said once for the
+-- caller's line (level: as error's, 1 = the function calling deprecated;
+-- the first frame outside the library is taken from there), as
+-- "perfev: deprecated: MESSAGE (at FILE:LINE)".
+local said = {}
+local DIR = debug.getinfo(1, "S").source:match("^@(.*[/\\])[^/\\]*$")
+function M.deprecated(message, level)
+  level = (level or 1) + 1
+  local where = "?"
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    local src = info.source or ""
+    if info.what ~= "C" and not (DIR and src:sub(2, #DIR + 1) == DIR) then
+      where = ("%s:%d"):format(info.short_src, info.currentline or 0)
+      break
+    end
+    level = level + 1
+  end
+  local key = message .. "\0" .. where
+  if said[key] then return end
+  said[key] = true
+  local text = ("deprecated: %s (at %s)"):format(message, where)
+  if handler == false then return end
+  if handler then return handler(text) end
+  local lua_warn = rawget(_G, "warn")
+  if type(lua_warn) == "function" then return lua_warn("perfev: ", text) end
+  io.stderr:write("perfev: ", text, "\n")
 end
 
 return M
