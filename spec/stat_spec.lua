@@ -233,7 +233,7 @@ describe("perfev.stat", function()
       assert.has_error(function() perfev.stat { command = "true", fn = function() end } end,
                        "perfev.stat: give one of a function ([1] or 'fn'), 'command' and 'pid'")
       assert.has_error(function() perfev.stat { function() end, ["repeat"] = 0 } end,
-                       "perfev.stat: option 'repeat' must be a positive integer, got 0")
+                       "perfev.stat: option 'repeat' must be a positive integer, got integer 0")
       assert.has_error(function() perfev.stat { function() end, interval_ms = 100 } end,
                        "perfev.stat: option 'interval_ms' is for a command or a pid, not a function")
       local ok, err = pcall(function() perfev.stat { function() end, events = "no-such-event" } end)

@@ -347,9 +347,9 @@ local function period_of(h, p, n)
   return n * (tonumber(h.default_period) or 1)
 end
 
--- Reads every sample of f into per-event histograms.
-local function aggregate(self, f, opts)
-  local S = self.S
+-- The histograms of f's events (self.hists, and by name), and how the
+-- samples are walked: children, call graphs, the order of the chains.
+local function prepare(self, f, opts)
   local hists, by_name = {}, {}
   for _, a in ipairs(f:attrs()) do
     if not by_name[a.name] then
@@ -370,21 +370,20 @@ local function aggregate(self, f, opts)
   self.walk_chains = self.children or self.graph ~= nil
   self.F, self.R, self.L = {}, {}, {}
   for _, h in ipairs(hists) do h.paths, h.pathlist = {}, {} end
-  local comms = { [0] = "swapper" }
-  local lost = 0
-  local s = {}
-  local hdr = f:header()
-  local size = hdr.data and hdr.data.size
-  local bar = progress_bar(opts, size)
-  local base = hdr.data and hdr.data.offset or 0
-  local count = 0
+  return hists, by_name
+end
+
+-- sampler(self, comms) -> sample(h, n, period, ip, pid, tid, cpu, mode,
+-- rec): n samples of h with these values (one, or a tally of them), their
+-- period summed, into their row, the children and the call graphs; rec:
+-- the sample's table when its chain or trace is used.
+local function sampler(self, comms)
+  local S, s = self.S, {}
   -- the rows of the last sample's thread (the next one is often of the same)
   -- (not with the trace key: each sample's own)
   local last_tid, last_h, last_cpu, last_comm, last_ctx
   local reuse_ctx = not self.trace_events
-  -- n samples of h with these values (one, or a tally of them), their
-  -- period summed; rec: the sample's table when its chain or trace is used
-  local function sample(h, n, period, ip, pid, tid, cpu, mode, rec)
+  return function(h, n, period, ip, pid, tid, cpu, mode, rec)
     tid = tid or -1
     s.pid, s.tid, s.cpu = pid or -1, tid, cpu or -1
     if self.trace_events then s.trace = trace_output(self, h, rec) end
@@ -419,7 +418,14 @@ local function aggregate(self, f, opts)
       if self.graph and h.callchain then add_path(self, h, row, nf, period, n) end
     end
   end
-  local function other(rec)
+end
+
+-- sideband(self, comms, bar, base) -> other(rec): a record that is not a
+-- sample: mappings, thread names, losses (self.lost), the progress bar
+local function sideband(self, comms, bar, base)
+  local S = self.S
+  self.lost = 0
+  return function(rec)
     local t = rec.type
     if t == "mmap" or t == "mmap2" then
       S:mmap(rec)
@@ -429,52 +435,71 @@ local function aggregate(self, f, opts)
       if comms[rec.ptid] and not comms[rec.tid] then comms[rec.tid] = comms[rec.ptid] end
       if rec.pid ~= rec.ppid then S:fork(rec) end
     elseif t == "lost_samples" then
-      lost = lost + (rec.lost or 0)
+      self.lost = self.lost + (rec.lost or 0)
     end
     if bar and rec.offset then bar(rec.offset - base) end
   end
-  if not self.trace_events then
-    -- samples counted in C by what makes their row and their chain
-    -- (doc/decoding.md's tally): the Lua above runs once per distinct
-    -- sample, not per sample
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil, on_record = other }
-    local chained = { callchain = false, callchain_contexts = false }
-    local args = {}
-    for i, k in ipairs(self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS) do args[i] = k end
-    args[#args + 1] = o
-    for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:tally(unpack(args)) do
-      local h = by_name[ev] or hists[1]
-      chained.callchain, chained.callchain_contexts = chain, contexts
-      sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
-    end
-  else
-    -- trace output needs each sample's raw data: samples bring only the
-    -- fields used here, decoded into one table; the other records come
-    -- whole (doc/decoding.md's `fields`)
-    local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
-    if bar then fields[#fields + 1] = "offset" end
-    fields[#fields + 1] = "raw"
-    local into = {}
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields }
-    for rec in f:records(o) do
-      if rec.type == "sample" then
-        local h = by_name[rec.event] or hists[1]
-        sample(h, 1, period_of(h, rec.period, 1), rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
-        if bar then
-          count = count + 1
-          if count % 4096 == 0 then bar(rec.offset - base) end
-        end
-      else
-        other(rec)
+end
+
+-- The samples counted in C by what makes their row and their chain
+-- (doc/decoding.md's tally): the Lua of sample() runs once per distinct
+-- sample, not per sample.
+local function read_tallies(self, f, by_name, sample, other, bar)
+  local hists = self.hists
+  local args = {}
+  for i, k in ipairs(self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS) do args[i] = k end
+  args[#args + 1] = { order = "time", types = TYPES, offsets = bar and true or nil, on_record = other }
+  local chained = { callchain = false, callchain_contexts = false }
+  for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:tally(unpack(args)) do
+    local h = by_name[ev] or hists[1]
+    chained.callchain, chained.callchain_contexts = chain, contexts
+    sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
+  end
+end
+
+-- Trace output needs each sample's raw data: samples bring only the
+-- fields used here, decoded into one table; the other records come whole
+-- (doc/decoding.md's `fields` with `into`).
+local function read_samples(self, f, by_name, sample, other, bar, base)
+  local hists = self.hists
+  local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
+  if bar then fields[#fields + 1] = "offset" end
+  fields[#fields + 1] = "raw"
+  local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = {}, fields = fields }
+  local count = 0
+  for rec in f:records(o) do
+    if rec.type == "sample" then
+      local h = by_name[rec.event] or hists[1]
+      sample(h, 1, period_of(h, rec.period, 1), rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
+      if bar then
+        count = count + 1
+        if count % 4096 == 0 then bar(rec.offset - base) end
       end
+    else
+      other(rec)
     end
+  end
+end
+
+-- Reads every sample of f into per-event histograms.
+local function aggregate(self, f, opts)
+  local hists, by_name = prepare(self, f, opts)
+  local comms = { [0] = "swapper" }
+  local hdr = f:header()
+  local size = hdr.data and hdr.data.size
+  local bar = progress_bar(opts, size)
+  local base = hdr.data and hdr.data.offset or 0
+  local sample, other = sampler(self, comms), sideband(self, comms, bar, base)
+  if not self.trace_events then
+    read_tallies(self, f, by_name, sample, other, bar)
+  else
+    read_samples(self, f, by_name, sample, other, bar, base)
   end
   if bar then bar(size, true) end
   if self.graph then
     for _, h in ipairs(hists) do finish_graphs(self, h) end
   end
   self.F, self.R, self.L = nil, nil, nil
-  self.lost = lost
   for _, h in ipairs(hists) do
     for _, r in ipairs(h.rows) do r.thread_comm = comms[r.tid] or r.comm end
   end

@@ -10,6 +10,26 @@ local options = require "perfev.options"
 
 local M = {}
 
+-- what a wrong self is, as the core's own methods say it: a class's name,
+-- "integer 1", "string 'x'", "no value"
+local function got(v, n)
+  if n == 0 then return "no value" end
+  local mt = getmetatable(v)
+  if (type(v) == "userdata" or type(v) == "table") and type(mt) == "table"
+     and type(rawget(mt, "__name")) == "string" then
+    return rawget(mt, "__name")
+  end
+  return options.describe(v)
+end
+
+-- check(mt, ring, n, method): the core's bad-self error, at the caller's line
+local function check(mt, ring, n, method)
+  if type(ring) ~= "userdata" or getmetatable(ring) ~= mt then
+    options.raisef("perfev.ring: bad self for %s (expected a perfev.ring, got %s): call it as obj:%s(...)",
+                   method, got(ring, n), method)
+  end
+end
+
 -- install(): adds the methods once; the class's table from the registry
 -- (the core keeps its metatables there, under their names).
 function M.install()
@@ -20,7 +40,9 @@ function M.install()
 
   -- ring:records([opts]): `fields` without `into` and `tally` are the
   -- deprecated forms of samples and tally (they still work)
-  methods.records = function(ring, opts)
+  methods.records = function(...)
+    local ring, opts = ...
+    check(mt, ring, select("#", ...), "records")
     iterate.deprecated_forms(opts, "ring:records")
     return options.call(records, ring, opts)
   end
@@ -30,8 +52,10 @@ function M.install()
 
   -- ring:tally(field, ... [, opts]) -> count, weight, values... for each
   -- distinct set of values of the samples available now
-  methods.tally = function(ring, ...)
-    local fields, opts = iterate.split("ring:tally", ...)
+  methods.tally = function(...)
+    local ring = ...
+    check(mt, ring, select("#", ...), "tally")
+    local fields, opts = iterate.split("ring:tally", select(2, ...))
     opts = options.check(opts, iterate.TALLY_OPTIONS, "ring:tally")
     local it = options.call(records, ring, { fields = fields, tally = true, into = opts.into })
     return iterate.tallies(it, opts.on_record)

@@ -321,50 +321,37 @@ local function run_function(o, res)
   return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
--- A pid (every thread of it), or every CPU (system_wide: an event per
--- online CPU, as perf stat -a), until the process exits, the duration
--- ends, the command given with it ends, or Ctrl-C.
-local function run_pid(o, res)
-  local targets
-  local tinfo = {}
+-- What run_pid counts on: an event per online CPU (system_wide), or per
+-- thread of the pid, with what the aggregation needs of each (tinfo):
+-- targets, tinfo | nil, message, errno, status.
+local function pid_targets(o)
+  local targets, tinfo = {}, {}
   if o.system_wide then
-    targets = {}
     for i, cpu in ipairs(o.cpu_list or command.online_cpus() or {}) do
       targets[i] = { pid = -1, cpu = cpu }
       tinfo[i] = { cpu = cpu }
     end
-  else
-    targets = command.threads(o.pid)
-    if not targets then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
-    for i, tid in ipairs(targets) do
-      local f = io.open(("/proc/%d/task/%d/comm"):format(o.pid, tid), "r")
-      tinfo[i] = { tid = tid, comm = f and f:read("l") or "" }
-      if f then f:close() end
-    end
+    return targets, tinfo
   end
-  local set, msg, errno, e = counters.open(o.entries, targets,
-                                            { inherit = o.inherit ~= false and not o.system_wide })
-  if not set then
-    if errno == ESRCH then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
-    return nil, ("event '%s': %s"):format(e.name, msg), errno, 1
+  targets = command.threads(o.pid)
+  if not targets then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
+  for i, tid in ipairs(targets) do
+    local f = io.open(("/proc/%d/task/%d/comm"):format(o.pid, tid), "r")
+    tinfo[i] = { tid = tid, comm = f and f:read("l") or "" }
+    if f then f:close() end
   end
-  local w = o.pid and command.watch(o.pid)
-  local c
-  if o.command then
-    local cmsg, status
-    c, cmsg, status = command.start(o.command)
-    if not c then
-      command.unwatch(w)
-      set:close()
-      return nil, cmsg, nil, status
-    end
-  end
+  return targets, tinfo
+end
+
+-- perf's tool events of a pid (user_time, system_time: its own counts)
+-- -> the events, and tools(t, t0) giving them with duration_time
+local function pid_tools(o)
   local toolev = {}
   for _, t in ipairs { "user_time", "system_time" } do
     local ev = o.pid and perfev.open(t, { pid = o.pid })
     if ev then ev:enable() toolev[t] = ev end
   end
-  local function tools(t, t0)
+  return toolev, function(t, t0)
     local x = { duration_time = t - t0 }
     for k, ev in pairs(toolev) do
       local v = ev:read()
@@ -372,11 +359,13 @@ local function run_pid(o, res)
     end
     return x
   end
-  local t0 = now_ns()
-  set:enable()
-  if c then c:go() end
+end
+
+-- wait(ms) for run_pid: true when the measurement is over (the duration
+-- ended, the command ended, the pid exited)
+local function pid_waiter(o, res, c, w, t0)
   local deadline = o.duration_ms and t0 + o.duration_ms * 1e6
-  local function wait(ms)
+  return function(ms)
     if deadline then
       local left = math.ceil((deadline - now_ns()) / 1e6)
       if left <= 0 then return true end
@@ -395,10 +384,40 @@ local function run_pid(o, res)
     if not w then return true end
     return command.wait_watch(w, ms)
   end
+end
+
+-- A pid (every thread of it), or every CPU (system_wide: an event per
+-- online CPU, as perf stat -a), until the process exits, the duration
+-- ends, the command given with it ends, or Ctrl-C.
+local function run_pid(o, res)
+  local targets, tinfo, terrno, tstatus = pid_targets(o)
+  if not targets then return nil, tinfo, terrno, tstatus end
+  local set, msg, errno, e = counters.open(o.entries, targets,
+                                            { inherit = o.inherit ~= false and not o.system_wide })
+  if not set then
+    if errno == ESRCH then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
+    return nil, ("event '%s': %s"):format(e.name, msg), errno, 1
+  end
+  local w = o.pid and command.watch(o.pid)
+  local c
+  if o.command then
+    local cmsg, status
+    c, cmsg, status = command.start(o.command)
+    if not c then
+      command.unwatch(w)
+      set:close()
+      return nil, cmsg, nil, status
+    end
+  end
+  local toolev, tools = pid_tools(o)
+  local t0 = now_ns()
+  set:enable()
+  if c then c:go() end
   -- the aggregation's groups; with -I each interval has their counts too
   local groups = o.aggr and aggr.groups(o.aggr, tinfo) or nil
   local run = groups and o.interval_ms and { groups = groups, prev = {} } or nil
-  local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end, run)
+  local ok, prev = pcall(wait_loop, o, set, res, t0, pid_waiter(o, res, c, w, t0),
+                         function(t) return tools(t, t0) end, run)
   if not ok then
     if not interrupted(prev) then
       set:close()
