@@ -6,9 +6,10 @@
 --
 -- Deprecations (an old option or function name that still works for one
 -- release) go through the same handler when one is set; otherwise through
--- Lua's own warning channel, warn(), on Lua 5.4 (silent until warnings are
--- on: `lua -W`, or warn("@on")), and to io.stderr on Lua 5.3 and LuaJIT,
--- which have no warn(). Each is said once per call site.
+-- Lua's own warning channel, warn(): Lua 5.4's (silent until warnings are
+-- on: `lua -W`, or warn("@on")), or a global warn a compatibility library
+-- defines; else (Lua 5.3 and LuaJIT have none) to io.stderr. Each is said
+-- once per call site.
 local options = require "perfev.options"
 
 local M = {}
