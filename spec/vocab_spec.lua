@@ -37,7 +37,7 @@ end
 describe("the API's vocabulary", function()
   it("every constructor is a callable module with its other functions reachable", function()
     for _, k in ipairs { "open", "group", "sampler", "record", "profile", "attach", "frames", "report",
-                         "stat", "decode" } do
+                         "stat", "decode", "perfdata", "perfmap" } do
       local m = perfev[k]
       assert.equal("table", type(m), k)
       local mt = getmetatable(m)
@@ -50,6 +50,7 @@ describe("the API's vocabulary", function()
     assert.equal("function", type(perfev.record.call_graph))
     assert.equal("function", type(perfev.frames.new))
     assert.equal("function", type(perfev.attach.signal))
+    assert.equal("function", type(perfev.perfdata.create))
     -- and each builds what it built before
     local ev = assert(perfev.open("task-clock"))
     assert.is_true(ev:measure(burn, 2) > 0)

@@ -279,4 +279,6 @@ function M.create(dest, attrs, opts)
   return require("perfev.perfdata.writer").create(dest, attrs, opts)
 end
 
-return M
+-- perfev.perfdata is this module, called: perfev.perfdata(src[, opts]) is
+-- open (the reader); create makes a writer
+return setmetatable(M, { __call = function(_, src, opts) return M.open(src, opts) end })
