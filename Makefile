@@ -221,6 +221,11 @@ lint-lua: | deps
 	luacheck $(wildcard lua spec examples bench tools fuzz bin/perfev)
 	@echo "luajit tools/parse-all.lua ... (every Lua file)"; luajit tools/parse-all.lua $(PARSE_LUA)
 	@echo "lua5.3 tools/parse-all.lua ..."; lua5.3 tools/parse-all.lua $(PARSE_LUA)
+	@echo "lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) lua/..."; \
+	  lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) $(LUA_MODS)
+
+# No Lua function of the library over this many lines (issue 21).
+MAX_FUNCTION_LINES ?= 100
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua) and exports
