@@ -41,6 +41,20 @@ function M.raise(msg)
   error(msg, level)
 end
 
+-- where(level) -> "file:line" of the first frame outside the library from
+-- level (as debug.getinfo counts, from where()'s caller), or nil
+function M.where(level)
+  level = (level or 1) + 1
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if info.what ~= "C" and not internal(info.source) then
+      return ("%s:%d"):format(info.short_src, info.currentline or 0)
+    end
+    level = level + 1
+  end
+end
+
 -- raisef(fmt, ...): raise(fmt:format(...))
 function M.raisef(fmt, ...)
   M.raise(fmt:format(...))

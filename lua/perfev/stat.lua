@@ -53,7 +53,7 @@ local function positional(opts)
   local named, n = {}, opts.n or #opts
   for k, v in pairs(opts) do
     if type(k) == "number" then
-      if k ~= math.floor(k) or k < 1 or k > n then fail("unknown option [%s]", tostring(k)) end
+      if k ~= math.floor(k) or k < 1 then fail("unknown option [%s]", tostring(k)) end
     elseif k ~= "n" then
       named[k] = v
     end

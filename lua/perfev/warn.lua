@@ -39,20 +39,8 @@ end
 -- the first frame outside the library is taken from there), as
 -- "perfev: deprecated: MESSAGE (at FILE:LINE)".
 local said = {}
-local DIR = debug.getinfo(1, "S").source:match("^@(.*[/\\])[^/\\]*$")
 function M.deprecated(message, level)
-  level = (level or 1) + 1
-  local where = "?"
-  while true do
-    local info = debug.getinfo(level, "Sl")
-    if not info then break end
-    local src = info.source or ""
-    if info.what ~= "C" and not (DIR and src:sub(2, #DIR + 1) == DIR) then
-      where = ("%s:%d"):format(info.short_src, info.currentline or 0)
-      break
-    end
-    level = level + 1
-  end
+  local where = options.where((level or 1) + 1) or "?"
   local key = message .. "\0" .. where
   if said[key] then return end
   said[key] = true
