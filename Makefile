@@ -221,6 +221,11 @@ lint-lua: | deps
 	luacheck $(wildcard lua spec examples bench tools fuzz bin/perfev)
 	@echo "luajit tools/parse-all.lua ... (every Lua file)"; luajit tools/parse-all.lua $(PARSE_LUA)
 	@echo "lua5.3 tools/parse-all.lua ..."; lua5.3 tools/parse-all.lua $(PARSE_LUA)
+	@echo "lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) lua/..."; \
+	  lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) $(LUA_MODS)
+
+# No Lua function of the library over this many lines (issue 21).
+MAX_FUNCTION_LINES ?= 100
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua) and exports
@@ -251,19 +256,19 @@ rockspec-check: | $(NEED_DEPS)
 	@if command -v $(LUAROCKS) >/dev/null 2>&1; then echo "$(LUAROCKS) lint $(ROCKSPEC)"; $(LUAROCKS) lint $(ROCKSPEC); \
 	else echo "lint: $(LUAROCKS) not installed, 'luarocks lint' skipped"; fi
 
-# doc/files.md: every file of csrc/, lua/ and bin/perfev with the first
-# sentence of its opening comment. `make files-doc` rewrites it; lint fails
-# when it is stale or a file says nothing of what it holds, or when README.md
-# or doc/ names a path of the tree that does not exist.
-FILES_DOC  := doc/files.md
-FILES_LIST  = $(sort $(wildcard csrc/*.c csrc/*.h)) bin/perfev $(LUA_MODS)
+# The file tables of doc/architecture.md (lua/, bin/perfev) and
+# doc/architecture-core.md (csrc/): every file with the first sentence of
+# its opening comment, generated between '<!-- files: ... -->' lines.
+# `make files-doc` rewrites them; lint fails when one is stale, a file says
+# nothing of what it holds or is in no table, or when README.md or doc/
+# names a path of the tree that does not exist.
+FILES_DOCS := doc/architecture.md doc/architecture-core.md
+FILES_LIST  = $(sort $(shell find csrc -name '*.[ch]')) bin/perfev $(LUA_MODS)
 files-doc: | $(NEED_DEPS)
-	$(LUA) tools/gen-files-doc.lua $(FILES_LIST) > $(FILES_DOC).tmp
-	mv $(FILES_DOC).tmp $(FILES_DOC)
+	$(LUA) tools/gen-files-doc.lua $(FILES_DOCS) -- $(FILES_LIST)
 
 files-doc-check: | $(NEED_DEPS)
-	@$(LUA) tools/gen-files-doc.lua $(FILES_LIST) | diff -u $(FILES_DOC) - >&2 || \
-	  { echo "lint: $(FILES_DOC) does not describe csrc/, lua/ and bin/perfev as they are: run 'make files-doc'" >&2; exit 1; }
+	@$(LUA) tools/gen-files-doc.lua --check $(FILES_DOCS) -- $(FILES_LIST)
 	@$(LUA) tools/check-doc-paths.lua README.md doc/*.md
 
 # ---- check: sanitizers, then valgrind ----

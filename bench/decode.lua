@@ -8,7 +8,7 @@
 --     the period is the attr's), ~440k samples.
 -- Each perfev run reads ip, tid and time of every sample and sums them; the
 -- sum must equal the C loop's. The runs: a table per record, { into = t },
--- the fields selected ({ fields = { "ip", "tid", "time" } }: values, no
+-- the fields selected (perfev.decode.samples(..., "ip", "tid", "time"): values, no
 -- table), and the same with the callchain. The ratios are the claim;
 -- absolute rates vary from machine to machine. Times are CPU times (perf
 -- script's: the child process's user + system time), medians of ROUNDS.
@@ -70,9 +70,8 @@ local function tables(data, attr, opts)
   return table_loop(function() return perfev.decode(data, attr, opts) end)
 end
 
-local SELECTED = { fields = { "ip", "tid", "time" } }
 local function selected(data, attr)
-  return values_loop(function() return perfev.decode(data, attr, SELECTED) end)
+  return values_loop(function() return perfev.decode.samples(data, attr, "ip", "tid", "time") end)
 end
 
 -- The floors (bench/helper/rawdecode.c): the same iterations through the
@@ -86,12 +85,11 @@ local function floor_tables(data, st, into)
   return table_loop(function() return raw.tables(data, st, into) end)
 end
 
-local WITH_CHAIN = { fields = { "ip", "tid", "time", "callchain" } }
 local function selected_chain(data, attr)
   collectgarbage()
   local sum, n = 0, 0
   local t0 = clock()
-  for ip, tid, time, chain in perfev.decode(data, attr, WITH_CHAIN) do
+  for ip, tid, time, chain in perfev.decode.samples(data, attr, "ip", "tid", "time", "callchain") do
     n = n + 1
     sum = sum + ip + tid + time
     if chain then sum = sum + #chain end
@@ -120,7 +118,7 @@ end
 local function bench(title, path, data, attr, st)
   local records, samples, csum = raw.walk(data, st)
   local frames = 0
-  for _, chain in perfev.decode(data, attr, { fields = { "ip", "callchain" } }) do
+  for _, chain in perfev.decode.samples(data, attr, "ip", "callchain") do
     frames = frames + (chain and #chain or 0)
   end
   print(("%s: %d records (%d samples, %.1f frames a callchain), %.1f MB; median of %d rounds")
@@ -179,12 +177,14 @@ local function bench(title, path, data, attr, st)
 end
 
 local function heap(data, attr)
-  for _, mode in ipairs { { "a table per record", nil }, { "{ into = t }", { into = {} } }, { "fields", SELECTED } } do
+  local function samples() return perfev.decode.samples(data, attr, "ip", "tid", "time") end
+  for _, mode in ipairs { { "a table per record", nil }, { "{ into = t }", { into = {} } }, { "fields", samples } } do
     collectgarbage()
     collectgarbage("stop")
     local before = collectgarbage("count")
     local n = 0
-    for _ in perfev.decode(data, attr, mode[2]) do n = n + 1 end
+    local it = type(mode[2]) == "function" and mode[2]() or perfev.decode(data, attr, mode[2])
+    for _ in it do n = n + 1 end
     local growth = collectgarbage("count") - before
     collectgarbage("restart")
     print(("  Lua heap growth, GC stopped, %-20s %10.1f KiB (%.2f bytes a record)"):format(

@@ -27,7 +27,7 @@ while true do light() heavy() end
   os.execute("sleep 0.3")   -- the program is running before perfev comes
 end
 
-local p, msg = perfev.attach { pid = pid, event = "cpu-clock", freq = 99, duration = 3 }
+local p, msg = perfev.attach { pid = pid, event = "cpu-clock", freq = 99, duration_ms = 3000 }
 if started then os.execute("kill " .. started) end
 if not p then
   io.stderr:write(msg, "\n")

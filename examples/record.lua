@@ -42,13 +42,11 @@ print(("read back with f:samples: %d samples, %.1f frames a callchain"):format(n
 -- a histogram counted in C: the samples tallied by their ip and cpumode,
 -- each distinct pair once with its count and period sum (doc/decoding.md)
 local hist, distinct = {}, 0
-for count, period, _, mode in f:records { fields = { "ip", "cpumode" }, tally = true } do
-  if type(count) ~= "table" then   -- (the other records come whole, between the tallies)
-    distinct = distinct + 1
-    local h = hist[mode] or { samples = 0, period = 0 }
-    h.samples, h.period = h.samples + count, h.period + (period or 0)
-    hist[mode] = h
-  end
+for count, period, _, mode in f:tally("ip", "cpumode") do
+  distinct = distinct + 1
+  local h = hist[mode] or { samples = 0, period = 0 }
+  h.samples, h.period = h.samples + count, h.period + (period or 0)
+  hist[mode] = h
 end
 f:close()
 for mode, h in pairs(hist) do

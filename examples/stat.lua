@@ -44,13 +44,13 @@ print(("the command exited with %d; page faults %.0f +- %.2f %%"):format(
 --    counts printed every 100 ms as perf stat -I 100 prints them.
 local p = io.popen("exec sh -c 'echo $$; while :; do sleep 0.01; done'", "r")
 local pid = tonumber(p:read("l"))
-assert(perfev.stat { pid = pid, duration = 0.3, interval = 100, events = "task-clock,context-switches",
+assert(perfev.stat { pid = pid, duration_ms = 300, interval_ms = 100, events = "task-clock,context-switches",
                      on_interval = function(iv, r) io.stderr:write(perfev.stat.interval(r, iv, fmt)) end })
 os.execute("kill " .. pid)
 p:close()
 
 -- 4. Every CPU for 0.2 s (as root), one line per core: perf stat -a --per-core.
-local r4, msg4 = perfev.stat { system_wide = true, duration = 0.2, aggr = "core", events = "task-clock,page-faults" }
+local r4, msg4 = perfev.stat { system_wide = true, duration_ms = 200, aggr = "core", events = "task-clock,page-faults" }
 if r4 then
   io.stderr:write(perfev.stat.format(r4, fmt))
   for _, g in ipairs(r4.groups) do

@@ -33,7 +33,8 @@ local function sample(pid, n)
   -- a fixed period: each sample stands for the same CPU time (at a
   -- frequency the kernel moves the period as it goes, and 1:3 by sample
   -- count drifted to 34 % under load)
-  local p, why = attach.attach { pid = pid, reader = luajit, event = "cpu-clock", period = 2000000, duration = 120,
+  local p, why = attach.attach { pid = pid, reader = luajit, event = "cpu-clock", period = 2000000,
+                                 duration_ms = 120000,
                                  on_sample = function(_, frames, reason, kind)
                                    seen = seen + 1
                                    if frames then

@@ -46,7 +46,7 @@ local function profile_pid(pid, n)
     prof.weight, prof.samples = prof.weight + 1, prof.samples + 1
   end
   -- a fixed period (2 ms of CPU time): each sample stands for the same time
-  local p, why = attach.attach { pid = pid, event = "cpu-clock", period = 2000000, duration = 120,
+  local p, why = attach.attach { pid = pid, event = "cpu-clock", period = 2000000, duration_ms = 120000,
                                  on_sample = function(tid, frames)
                                    seen = seen + 1
                                    if frames and #frames > 0 then add(tid, frames) end

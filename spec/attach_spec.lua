@@ -101,7 +101,7 @@ describe("perfev.attach", function()
     assert.is_false(ok)
     assert.equals(("spec/attach_spec.lua:%d: perfev.attach: unknown option 'frequency' (did you mean 'freq'?)")
                   :format(line), err)
-    assert.error_matches(function() perfev.attach { duration = 1 } end, "option 'pid' is required")
+    assert.error_matches(function() perfev.attach { duration_ms = 1000 } end, "option 'pid' is required")
     assert.error_matches(function() perfev.attach { pid = util.pid() } end, "is this process")
   end)
 
@@ -133,7 +133,7 @@ describe("perfev.attach", function()
     ]])
     finally(function() kill(pid) os.remove(out) end)
     local tids = {}
-    local p, msg = attach { pid = pid, freq = 199, duration = 30, on_sample = function(tid, frames)
+    local p, msg = attach { pid = pid, freq = 199, duration_ms = 30000, on_sample = function(tid, frames)
       if frames then tids[tid] = frames[1].name end
       return tid ~= pid and tids[tid] ~= nil    -- ends the run
     end, event = "task-clock" }
@@ -155,7 +155,7 @@ describe("perfev.attach", function()
     -- time in C: string.rep's copies in libc (LuaJIT compiles block() into code no file maps)
     local pid, out = start("wait_traced(true) local t = {} while true do t[1] = ('x'):rep(1e6) end")
     finally(function() kill(pid) os.remove(out) end)
-    local p, msg = attach { pid = pid, freq = 199, native = true, duration = 1 }
+    local p, msg = attach { pid = pid, freq = 199, native = true, duration_ms = 1000 }
     assert(p, msg)
     local pr = p:profile()
     assert.truthy(pr.samples >= 1)
@@ -179,7 +179,7 @@ describe("perfev.attach", function()
       os.exit(7)
     ]])
     finally(function() kill(pid) os.remove(out) end)
-    local p, msg = attach { pid = pid, freq = 999, duration = 60 }
+    local p, msg = attach { pid = pid, freq = 999, duration_ms = 60000 }
     assert(p, msg)
     assert.equals("exited", p.attach.ended)
     assert.equals(7, p.attach.exit_code)
@@ -197,7 +197,7 @@ describe("perfev.attach", function()
     ]])
     finally(function() kill(pid) os.remove(out) end)
     local stopped = false
-    local p, msg = attach { pid = pid, freq = 999, duration = 1.5, on_sample = function()
+    local p, msg = attach { pid = pid, freq = 999, duration_ms = 1500, on_sample = function()
       if not stopped then stopped = true os.execute("kill -STOP " .. pid) end
     end }
     assert(p, msg)
@@ -228,7 +228,7 @@ describe("perfev.attach", function()
       wait_traced(false)
     ]]):format(util.lua_interpreter(), child))
     finally(function() kill(pid) os.remove(out) os.remove(child) end)
-    local p, msg = attach { pid = pid, freq = 999, duration = 60, on_sample = function()
+    local p, msg = attach { pid = pid, freq = 999, duration_ms = 60000, on_sample = function()
       local _, lines = (shell.read_file(out) or ""):gsub("\n", "")
       return lines >= 12                      -- traced, child, 10 blocks: detach
     end }

@@ -59,8 +59,9 @@ local function stacks_with(pr, name)
 end
 
 describe("perfev.profile", function()
-  it("is perfev.profile, and profiles a function given as fn", function()
-    assert.equal(profile.profile, perfev.profile)
+  it("is perfev.profile (the module, callable), and profiles a function given as fn", function()
+    assert.equal(profile, perfev.profile)
+    assert.equal(profile.formats, perfev.profile.formats)
     local p = assert(perfev.profile { period = 250000, fn = function() for _ = 1, 3 * ROUNDS do dear() end end })
     local pr = p:profile()
     assert.is_true(pr.samples > 0)

@@ -510,10 +510,14 @@ describe("perfev.report's Lua API", function()
   end)
 
   it("refuses bad options and files with a message", function()
-    assert.has_error(function() report.open("x", { sortt = "comm" }) end, "perfev.report: unknown option 'sortt'")
-    local rep, msg = report.open("/nonexistent/perf.data")
+    assert.has_error(function() report.open("x", { sortt = "comm" }) end,
+                     "perfev.report: unknown option 'sortt' (did you mean 'sort'?)")
+    assert.has_error(function() report.open("x", { percent_limit = "5" }) end,
+                     "perfev.report: option 'percent_limit' must be a number, got string '5'")
+    local rep, msg, errno = report.open("/nonexistent/perf.data")
     assert.is_nil(rep)
     assert.matches("No such file", msg)
+    assert.equal(require("perfev").ERRNO.ENOENT, errno)   -- nil, message, errno
     rep, msg = report.open("/etc/passwd")
     assert.is_nil(rep)
     assert.matches("not a perf.data file", msg)

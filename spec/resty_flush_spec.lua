@@ -109,7 +109,7 @@ describe("perfev.resty's per-worker sums", function()
   end)
 
   it("keeps what a full dict refused for the next flush, and says so once", function()
-    local r = assert(resty.new { dict = "small", flush = 5 })
+    local r = assert(resty.new { dict = "small", flush_ms = 5000 })
     assert.are.equal(5, timers[1].interval)
     for _ = 1, 3 do request(r, "/a", 1000) end
     for _ = 1, 2 do request(r, "/b", 1000) end
@@ -127,16 +127,32 @@ describe("perfev.resty's per-worker sums", function()
     r:close()
   end)
 
-  it("flush = 0 writes each request's series at once; a bad flush is returned", function()
-    local r = assert(resty.new { dict = "perfev", flush = 0 })
+  it("flush_ms = 0 writes each request's series at once; a bad flush_ms is returned", function()
+    local r = assert(resty.new { dict = "perfev", flush_ms = 0 })
     assert.are.equal(0, #timers)
     request(r, "/a", 1000)
     assert.are.equal(1, fake.shared.perfev:get("0\t/a"))
     r:close()
     for _, bad in ipairs { -1, "1", 0 / 0, math.huge } do
-      local inst, msg = resty.new { dict = "perfev", flush = bad }
+      local inst, msg = resty.new { dict = "perfev", flush_ms = bad }
       assert.is_nil(inst)
-      assert.are.equal("perfev.resty: option 'flush' must be a number of seconds >= 0", msg)
+      assert.are.equal("perfev.resty: option 'flush_ms' must be a number of milliseconds >= 0", msg)
     end
+    local inst, msg = resty.new { dict = "perfev", flush_m = 5 }
+    assert.is_nil(inst)
+    assert.are.equal("perfev.resty: unknown option 'flush_m' (did you mean 'flush_ms'?)", msg)
+  end)
+
+  it("takes 'flush' in seconds, the name of the release before, and says it is deprecated", function()
+    local said = {}
+    local prev = require("perfev").on_warning(function(m) said[#said + 1] = m end)
+    local r = resty.new { dict = "perfev", flush = 5 }
+    require("perfev").on_warning(prev)
+    assert.truthy(r)
+    assert.are.equal(1, #timers)
+    assert.are.equal(5, timers[1].interval)   -- ngx.timer.every's seconds
+    assert.are.equal(1, #said)
+    assert.matches("perfev.resty: option 'flush' is now 'flush_ms' (in ms, not s)", said[1], 1, true)
+    r:close()
   end)
 end)

@@ -57,7 +57,7 @@ describe("perfev.sampler", function()
         { { period = 0 }, "option 'period' must be > 0, got 0" },
         { { pid = "1" }, "option 'pid' must be an integer, got string '1'" },
         { { comm = 1 }, "option 'comm' must be a boolean, got integer 1" },
-        { { cpus = {} }, "option 'cpus' is an empty list" },
+        { { cpus = {} }, "option 'cpus': an empty list (e.g. { 0, 1 } or \"0-3,5\")" },
         { { event = "cpu-clock", events = { "task-clock" } }, "give 'event' or 'events', not both" },
         { { command = "true", inherit = false },
           "option 'inherit' cannot be false with 'command': the command inherits the events" },

@@ -92,9 +92,9 @@ describe("perfev.stat", function()
       assert.is_number(res.user)
     end)
 
-    it("takes run = fn with args, and raises the function's error", function()
+    it("takes fn with args, and raises the function's error", function()
       local seen
-      assert(perfev.stat { run = function(a, b) seen = a + b end, args = { 2, 3 }, events = "task-clock" })
+      assert(perfev.stat { fn = function(a, b) seen = a + b end, args = { 2, 3 }, events = "task-clock" })
       assert.equal(5, seen)
       assert.has_error(function()
         perfev.stat { function() error("boom", 0) end, events = "task-clock" }
@@ -140,9 +140,10 @@ describe("perfev.stat", function()
     end)
 
     it("says so, with status 127, when the command does not exist", function()
-      local res, msg, status = perfev.stat { command = { "perfev-no-such-command" } }
+      local res, msg, errno, status = perfev.stat { command = { "perfev-no-such-command" } }
       assert.is_nil(res)
       assert.equal("perfev-no-such-command: command not found", msg)
+      assert.is_nil(errno)   -- nil, message, errno: no refusal by the kernel
       assert.equal(127, status)
     end)
   end)
@@ -151,7 +152,7 @@ describe("perfev.stat", function()
     it("counts every thread of a running process for a duration", function()
       local p = io.popen("exec sh -c 'echo $$; while :; do sleep 0.02; done'", "r")
       local pid = tonumber(p:read("l"))
-      local res = assert(perfev.stat { pid = pid, duration = 0.2, events = "task-clock,context-switches" })
+      local res = assert(perfev.stat { pid = pid, duration_ms = 200, events = "task-clock,context-switches" })
       os.execute("kill " .. pid)
       p:close()
       assert.equal("pid", res.target)
@@ -162,7 +163,7 @@ describe("perfev.stat", function()
     end)
 
     it("says so when the process does not exist", function()
-      local res, msg = perfev.stat { pid = 999999999, duration = 0.1, events = "task-clock" }
+      local res, msg = perfev.stat { pid = 999999999, duration_ms = 100, events = "task-clock" }
       assert.is_nil(res)
       assert.equal("no process with pid 999999999", msg)
     end)
@@ -171,7 +172,7 @@ describe("perfev.stat", function()
   describe("system-wide", function()
     it("counts every CPU for a duration, as perf stat -a", function()
       if not u.is_root() then pending("system-wide counting needs root here") return end
-      local res = assert(perfev.stat { system_wide = true, duration = 0.1, events = "task-clock" })
+      local res = assert(perfev.stat { system_wide = true, duration_ms = 100, events = "task-clock" })
       assert.equal("system", res.target)
       local tc = by_name(res, "task-clock")
       local cpus = tonumber(u.trim(u.sh("getconf _NPROCESSORS_ONLN")))
@@ -208,7 +209,7 @@ describe("perfev.stat", function()
     it("prints deltas that add up to the run's counts", function()
       local printed = {}
       local res = assert(perfev.stat { command = "dd if=/dev/zero of=/dev/null bs=8M count=1 status=none; sleep 0.3",
-                                       interval = 100, events = "page-faults,task-clock",
+                                       interval_ms = 100, events = "page-faults,task-clock",
                                        on_interval = function(iv) printed[#printed + 1] = iv.index end })
       assert.is_true(#res.intervals >= 3, "intervals: " .. #res.intervals)
       assert.equal(#res.intervals, #printed)
@@ -229,12 +230,12 @@ describe("perfev.stat", function()
     it("name the option, at the caller's line", function()
       assert.has_error(function() perfev.stat { function() end, bogus = 1 } end,
                        "perfev.stat: unknown option 'bogus'")
-      assert.has_error(function() perfev.stat { command = "true", run = function() end } end,
-                       "perfev.stat: give one of a function ([1] or 'run'), 'command' and 'pid'")
+      assert.has_error(function() perfev.stat { command = "true", fn = function() end } end,
+                       "perfev.stat: give one of a function ([1] or 'fn'), 'command' and 'pid'")
       assert.has_error(function() perfev.stat { function() end, ["repeat"] = 0 } end,
-                       "perfev.stat: option 'repeat' must be a positive integer, got 0")
-      assert.has_error(function() perfev.stat { function() end, interval = 100 } end,
-                       "perfev.stat: option 'interval' is for a command or a pid, not a function")
+                       "perfev.stat: option 'repeat' must be a positive integer, got integer 0")
+      assert.has_error(function() perfev.stat { function() end, interval_ms = 100 } end,
+                       "perfev.stat: option 'interval_ms' is for a command or a pid, not a function")
       local ok, err = pcall(function() perfev.stat { function() end, events = "no-such-event" } end)
       assert.is_false(ok)
       assert.matches("^spec/stat_spec.lua:%d+: perfev.stat: option 'events': unknown event 'no%-such%-event'", err)

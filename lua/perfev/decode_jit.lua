@@ -18,13 +18,18 @@
 -- calls. Interpreted (jit.off()) the FFI is slower than the C iterator:
 -- the C iterator is kept then.
 local ffi = require "ffi"
+local core = require "perfev.core"
 local compat = require "perfev.compat"
 
 local M = {}
 
-local SAMPLE = 9   -- PERF_RECORD_SAMPLE
--- the kinds of csrc/decode.h's PERFEV_SCALAR_*
-local U64, U32, S32 = 0, 1, 2
+local SAMPLE = core.RECORD.SAMPLE
+-- The kinds of a plan's scalars (csrc's PERFEV_SCALAR_*), from the core
+-- when it exports them as core.SCALAR. A core that does not yet has the
+-- numbers of its enum, in its order; spec/decode_spec's LuaJIT run checks
+-- the values read against the C iterator's either way.
+local SCALAR = core.SCALAR or { U64 = 0, U32 = 1, S32 = 2, PERIOD = 3 }
+local U64, U32, S32 = SCALAR.U64, SCALAR.U32, SCALAR.S32
 
 -- Each shape of plan (its kinds) gets one generated maker, so that the
 -- values are returned by straight-line code the compiler sees whole.

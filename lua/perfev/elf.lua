@@ -188,7 +188,7 @@ end
 -- open(path) -> elf | nil, message
 function M.open(path)
   if type(path) ~= "string" then
-    error("perfev.elf.open: expected a path, got " .. type(path), 2)
+    require("perfev.options").raisef("perfev.elf.open: expected a path, got %s", type(path))
   end
   local e, f = open_file(path)
   if not e then return nil, f end

@@ -449,4 +449,5 @@ function Frames:__tostring()
                                                   (not self.enabled and ", disabled" or ""))
 end
 
-return M
+-- perfev.frames is this module, called: perfev.frames(opts)
+return setmetatable(M, { __call = function(_, opts) return M.new(opts) end })

@@ -362,4 +362,5 @@ function Group:__tostring()
                                         self.is_closed and ", closed" or "")
 end
 
-return M
+-- perfev.group is this module, called: perfev.group(specs, opts)
+return setmetatable(M, { __call = function(_, specs, opts) return M.new(specs, opts) end })

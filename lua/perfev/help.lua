@@ -28,13 +28,14 @@ M.ENTRIES = {
     .. "ev:read_raw() ev:mmap(pages) ev:close() ...",
     "the methods of what perfev.open returns (an event); every ioctl is one", "README.md (Events: every ioctl), "
     .. "doc/ring.md" },
-  { "stat", "perfev.stat{ fn, args... | command = {...} | pid = N, events, repeat, ... } -> result | nil, message",
+  { "stat", "perfev.stat{ fn, args... | command = {...} | pid = N, duration_ms, interval_ms, events, repeat, ... } "
+    .. "-> result | nil, message, errno, status",
     "perf stat in one call; perfev.stat.format(result[, { format = \"csv\" | \"json\" }]) prints it as perf does",
     "doc/stat.md" },
   { "profile", "perfev.profile{ event, freq | period, fn, output, ... } -> profiler | nil, message, errno",
     "profile Lua functions on a perf event: p:start() p:stop() p:write(\"out.svg\") (svg, folded, speedscope, "
     .. "pprof, perf.data, text)", "doc/profile.md" },
-  { "attach", "perfev.attach{ pid, event, freq | period, duration } -> profiler | nil, message, errno",
+  { "attach", "perfev.attach{ pid, event, freq | period, duration_ms } -> profiler | nil, message, errno",
     "profile the Lua functions of a process that is already running (ptrace: each sample stops it "
     .. "where it ran); the same profiler object and outputs as perfev.profile", "doc/attach.md" },
   { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled } -> frames | nil, message, errno",
@@ -48,7 +49,7 @@ M.ENTRIES = {
     "sample a task and its children on every CPU: s:records() decodes the rings", "doc/sampler.md" },
   { "record", "perfev.record{ output, event, freq | period, callchain, fn | command, ... } -> summary",
     "sample into a perf.data file, like perf record", "doc/perfdata-write.md" },
-  { "report", "perfev.report.open(path | file[, opts]) -> report | nil, message",
+  { "report", "perfev.report.open(path | file[, opts]) -> report | nil, message, errno",
     "read a perf.data file as perf report does: rep:rows(), rep:format()", "doc/report.md" },
   { "perfdata", "perfev.perfdata.open(path | file[, opts]) -> reader; perfev.perfdata.create(path, ...) -> writer",
     "read and write perf.data files record by record", "doc/perfdata.md, doc/perfdata-write.md" },
@@ -59,8 +60,10 @@ M.ENTRIES = {
     "doc/events.md (Probes)" },
   { "kprobe", "perfev.kprobe{ func | addr, offset, ret } -> spec",
     "a kernel probe (a spec perfev.open takes), on kernels with CONFIG_KPROBES", "doc/events.md (Probes)" },
-  { "decode", "perfev.decode(bytes, attrs[, opts]) -> iterator of records",
-    "the ring buffer's decoder over a byte string; opts: fields, into, swap", "doc/decoding.md" },
+  { "decode", "perfev.decode(bytes, attrs[, opts]) -> iterator of records; perfev.decode.samples(bytes, attrs, "
+    .. "field, ...), .tally(bytes, attrs, field, ...)",
+    "the ring buffer's decoder over a byte string: tables (opts: into, swap), the fields' values of each "
+    .. "sample, or the samples counted by them", "doc/decoding.md" },
   { "encode", "perfev.encode(record | records, attrs[, opts]) -> bytes",
     "the inverse of decode: decode(encode(rec, a), a) gives rec back", "doc/encode.md" },
   { "enable_all", "perfev.enable_all(); perfev.disable_all()",

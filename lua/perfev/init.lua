@@ -48,9 +48,13 @@ if core.decode_accelerator then
 end
 
 -- The core's functions that are part of perfev's own API.
-for _, k in ipairs { "decode", "encode", "enable_all", "disable_all", "clock_ns", "rusage" } do
+for _, k in ipairs { "encode", "enable_all", "disable_all", "clock_ns", "rusage" } do
   M[k] = core[k]
 end
+-- perfev.decode(bytes, attrs[, opts]), .records, .samples, .tally (lua/perfev/decode.lua);
+-- the same iteration methods on rings (lua/perfev/ring.lua)
+M.decode = require "perfev.decode"
+require("perfev.ring").install()
 -- Every constant table of the core (TYPE, SW, SAMPLE, FORMAT, RECORD, MISC, ERRNO ...).
 for k, v in pairs(core) do
   if type(v) == "table" and k:match("^[A-Z][A-Z0-9_]*$") then M[k] = v end
@@ -61,11 +65,14 @@ function M.attr(s)
   return (spec.attr(s, "perfev.attr"))
 end
 
+-- Every constructor is a callable module table (perfev.stat is one):
+-- perfev.X(...) builds, and the module's other functions are reachable
+-- beside it (perfev.profile.formats, perfev.group.is_group, ...).
 -- perfev.open(spec, opts) -> event | nil, message, errno (lua/perfev/open.lua)
-M.open = open.open
+M.open = open
 
 -- perfev.group(specs | "{a,b}:u" string, opts) -> group | nil, message, errno
-M.group = group.new
+M.group = group
 
 -- perfev.parse(s, opts) -> event table, or a list of them (lua/perfev/parse.lua);
 -- perfev.parse_list(s, opts) -> always a list
@@ -115,11 +122,11 @@ end
 local LAZY = {   -- key -> module, and the field of it (nil: the module itself)
   list = { "perfev.list", "list" },
   uprobe = { "perfev.probe", "uprobe" }, kprobe = { "perfev.probe", "kprobe" },
-  sampler = { "perfev.sampler" }, record = { "perfev.record", "record" },
+  sampler = { "perfev.sampler" }, record = { "perfev.record" },
   perfdata = { "perfev.perfdata" }, perfmap = { "perfev.perfmap" },
-  profile = { "perfev.profile", "profile" },
-  attach = { "perfev.attach", "attach" },
-  frames = { "perfev.frames", "new" },
+  profile = { "perfev.profile" },
+  attach = { "perfev.attach" },
+  frames = { "perfev.frames" },
   alloc = { "perfev.alloc" },          -- callable: perfev.alloc{...}; perfev.alloc.counter()
   report = { "perfev.report" },
   stat = { "perfev.stat" },

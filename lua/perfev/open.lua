@@ -179,4 +179,5 @@ function M.open(s, opts)
                       precise_max = st and st.precise_max })
 end
 
-return M
+-- perfev.open is this module, called: perfev.open(spec, opts)
+return setmetatable(M, { __call = function(_, s, opts) return M.open(s, opts) end })

@@ -41,6 +41,20 @@ function M.raise(msg)
   error(msg, level)
 end
 
+-- where(level) -> "file:line" of the first frame outside the library from
+-- level (as debug.getinfo counts, from where()'s caller), or nil
+function M.where(level)
+  level = (level or 1) + 1
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if info.what ~= "C" and not internal(info.source) then
+      return ("%s:%d"):format(info.short_src, info.currentline or 0)
+    end
+    level = level + 1
+  end
+end
+
 -- raisef(fmt, ...): raise(fmt:format(...))
 function M.raisef(fmt, ...)
   M.raise(fmt:format(...))
@@ -116,6 +130,10 @@ local KINDS = {
   -- a mask of named bits: a name, "a|b", a list of names or an integer
   mask = { function(v) local t = type(v) return t == "string" or t == "table" or is_integer(v) end,
            "a mask (a name, a list of names or an integer)" },
+  -- the one type of every 'cpus' option: a list of CPU numbers or the
+  -- kernel's cpulist string ("0-3,5"); M.cpus turns it into the list
+  cpus = { function(v) local t = type(v) return t == "string" or t == "table" end,
+           "a CPU list (a list of CPU numbers or a string such as \"0-3,5\")" },
 }
 M.KINDS = KINDS
 
@@ -196,6 +214,65 @@ end
 -- (did you mean 'x'?)"; known: a list or a set of names.
 function M.unknown(fname, kind, name, known, tail)
   M.raisef("%s: unknown %s '%s'%s%s", fname, kind, tostring(name), nearest.hint(name, known), tail or "")
+end
+
+-- cpus(v, fname) -> { cpu, ... } ascending, without repeats: a 'cpus'
+-- option (a list of CPU numbers or a cpulist string "0-3,5"); raises
+-- naming fname's option 'cpus' when it is neither or is empty.
+function M.cpus(v, fname)
+  local list, why
+  if type(v) == "string" then
+    list, why = require("perfev.fs").cpulist(v)
+    if list and #list == 0 then list, why = nil, "no CPU in it" end
+  elseif type(v) == "table" then
+    list = {}
+    for i, c in ipairs(v) do
+      if not is_integer(c) or c < 0 then
+        M.raisef("%s: option 'cpus'[%d] must be a CPU number, got %s", fname, i, describe(c))
+      end
+      list[i] = c
+    end
+    if #list == 0 then why = "an empty list" end
+  else
+    M.raisef("%s: option 'cpus' must be %s, got %s", fname, what("cpus"), describe(v))
+  end
+  if why then M.raisef("%s: option 'cpus': %s (e.g. { 0, 1 } or \"0-3,5\")", fname, why) end
+  table.sort(list)
+  local out = {}
+  for _, c in ipairs(list) do
+    if c ~= out[#out] then out[#out + 1] = c end
+  end
+  return out
+end
+
+-- renamed(opts, RENAMES, fname) -> opts with every deprecated name given
+-- replaced by its new one (a copy; opts itself is left alone), each said
+-- once through the warning channel (perfev.warn.deprecated). RENAMES:
+-- old name -> { new name, convert = fn(value) -> the value in the new
+-- unit (nil: the same value) }. Giving both names raises. A non-table
+-- opts is returned as it is, for check to refuse.
+function M.renamed(opts, renames, fname)
+  if type(opts) ~= "table" then return opts end
+  local out
+  for old, r in pairs(renames) do
+    local v = opts[old]
+    if v ~= nil then
+      local new = r[1]
+      if opts[new] ~= nil then
+        M.raisef("%s: give '%s' or its deprecated name '%s', not both", fname, new, old)
+      end
+      if not out then
+        out = {}
+        for k, x in pairs(opts) do out[k] = x end
+      end
+      out[old] = nil
+      if r.convert and type(v) == "number" then v = r.convert(v) end
+      out[new] = v
+      require("perfev.warn").deprecated(("%s: option '%s' is now '%s'%s; '%s' goes in the next release")
+                                        :format(fname, old, new, r.note or "", old), 2)
+    end
+  end
+  return out or opts
 end
 
 return M

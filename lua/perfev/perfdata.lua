@@ -5,6 +5,7 @@
 --   local f = assert(pd.open("perf.data"))     -- or pd.open("-"), pd.open(io_file)
 --   for rec in f:records() do ... end          -- { order = "time", types = { "sample" } }
 --   for ip, tid, time in f:samples("ip", "tid", "time") do ... end   -- no table per sample
+--   for n, weight, ip in f:tally("ip") do ... end   -- samples counted by their values
 --   f:attrs() ; f:features() ; f:header() ; f:close()
 --
 -- The header, attrs and features are read here; the records stream
@@ -13,6 +14,7 @@ local core = require "perfev.core"
 local header = require "perfev.perfdata.header"
 local names = require "perfev.names"
 local options = require "perfev.options"
+local iterate = require "perfev.iterate"
 
 local M = {}
 
@@ -96,7 +98,9 @@ local function open_pipe(fh, h, name, opts)
   return set_attrs(r, r:attrs(), feats)
 end
 
--- pd.open(path | "-" | file handle[, opts]) -> file | nil, message
+-- pd.open(path | "-" | file handle[, opts]) -> file | nil, message, errno
+-- (errno: the system's, when opening the file was refused; nil when the
+-- file is not a perf.data file)
 -- opts: bufsize (bytes read at a time, default 1 MiB), max_queue (bytes
 -- that time ordering may hold before it releases the older half, 256 MiB),
 -- mmap (false: read a regular file through stdio instead of mapping it).
@@ -110,9 +114,9 @@ function M.open(src, opts)
   elseif io.type(src) == "file" then
     fh, name = src, "<file>"
   elseif type(src) == "string" then
-    local err
-    fh, err = io.open(src, "rb")
-    if not fh then return nil, errmsg(src, err) end
+    local err, errno
+    fh, err, errno = io.open(src, "rb")
+    if not fh then return nil, errmsg(src, err), errno end
     owned, name = true, src
   else
     options.raisef("perfev.perfdata.open: expected a path, \"-\" or a file handle, got %s", options.describe(src))
@@ -149,23 +153,11 @@ local function reader_records(self, o)
   return it
 end
 
--- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
--- offsets = true, into = t, fields = { "ip", "tid", ... }, tally = true }])
--- -> iterator of record tables (with fields and no into: of the samples'
--- values; with tally: samples counted by their fields' values, each
--- distinct set given as count, weight, values... before the next other
--- record: doc/decoding.md)
-local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean", into = "table",
-                          fields = "table", tally = "boolean" }
-
-function File:records(opts)
-  check(self, "records")
-  if opts == nil then return self.r:records() end
-  options.check(opts, RECORDS_OPTIONS, "perfev.perfdata: records()")
+-- The reader's options from the caller's: order checked, types by name.
+local function reader_options(opts, fname)
   local o = { offsets = opts.offsets, into = opts.into, fields = opts.fields, tally = opts.tally }
   if opts.order ~= nil and opts.order ~= "file" and opts.order ~= "time" then
-    options.raisef("perfev.perfdata: records(): order must be \"file\" or \"time\", got %s",
-                   options.describe(opts.order))
+    options.raisef("%s: order must be \"file\" or \"time\", got %s", fname, options.describe(opts.order))
   end
   o.order = opts.order
   if opts.types ~= nil then
@@ -173,29 +165,68 @@ function File:records(opts)
     for i, t in ipairs(opts.types) do
       local n = options.is_integer(t) and t or TYPES[t]
       if not n then
-        options.unknown("perfev.perfdata: records(): types[" .. i .. "]", "record type", t, TYPES)
+        options.unknown(fname .. ": types[" .. i .. "]", "record type", t, TYPES)
       end
       o.types[i] = n
     end
   end
-  return reader_records(self, o)
+  return o
+end
+
+-- f:records([{ order = "file" | "time", types = { "sample", "mmap2", ... },
+-- offsets = true, into = t, fields = { "ip", "tid", ... } }]) -> iterator of
+-- record tables (with fields and into: a sample holds only those fields).
+-- `fields` without `into` (values) and `tally = true` are the deprecated
+-- forms of f:samples and f:tally (doc/decoding.md).
+local RECORDS_OPTIONS = { order = "string", types = "table", offsets = "boolean", into = "table",
+                          fields = "table", tally = "boolean" }
+
+function File:records(opts)
+  check(self, "records")
+  if opts == nil then return self.r:records() end
+  options.check(opts, RECORDS_OPTIONS, "perfev.perfdata: records()")
+  iterate.deprecated_forms(opts, "f:records")
+  return reader_records(self, reader_options(opts, "perfev.perfdata: records()"))
 end
 
 -- f:samples(field, ... [, { order = "time" }]) -> iterator of the fields'
 -- values of every sample, in file order (or time order): no table per
--- sample. f:records { fields = { field, ... } } with the options.
+-- sample. f:values(...) is the same.
 function File:samples(...)
   check(self, "samples")
-  local n, fields = select("#", ...), { ... }
-  local opts = fields[n]
-  if type(opts) == "table" then
-    fields[n] = nil
-  else
-    opts = {}
+  local fields, opts = iterate.split("perfev.perfdata: samples()", ...)
+  opts = options.check(opts, { order = "string" }, "perfev.perfdata: samples()")
+  return reader_records(self, reader_options({ fields = fields, order = opts.order, types = { "sample" } },
+                                             "perfev.perfdata: samples()"))
+end
+File.values = File.samples
+
+-- f:tally(field, ... [, { order, types, offsets, on_record, into }]) ->
+-- iterator of count, weight, values... for each distinct set of the
+-- fields' values of the samples (doc/decoding.md). The records of `types`
+-- other than samples (all of them when on_record is given without types;
+-- none without on_record) go to on_record(rec) in their place: after the
+-- sets of the samples before them.
+local TALLY_OPTIONS = iterate.with(iterate.TALLY_OPTIONS, { order = "string", types = "table",
+                                                           offsets = "boolean" })
+
+function File:tally(...)
+  check(self, "tally")
+  local fields, opts = iterate.split("perfev.perfdata: tally()", ...)
+  opts = options.check(opts, TALLY_OPTIONS, "perfev.perfdata: tally()")
+  local types = opts.types
+  if not opts.on_record then
+    types = { "sample" }
+  elseif types then
+    local with_samples = { "sample" }
+    for _, t in ipairs(types) do
+      if t ~= "sample" and t ~= TYPES.sample then with_samples[#with_samples + 1] = t end
+    end
+    types = with_samples
   end
-  if #fields == 0 then options.raise("perfev.perfdata: samples(): name the fields, e.g. f:samples(\"ip\", \"tid\")") end
-  options.check(opts, { order = "string" }, "perfev.perfdata: samples()")
-  return self:records { fields = fields, order = opts.order, types = { "sample" } }
+  local o = reader_options({ order = opts.order, types = types, offsets = opts.offsets, into = opts.into,
+                             fields = fields, tally = true }, "perfev.perfdata: tally()")
+  return iterate.tallies(reader_records(self, o), opts.on_record)
 end
 
 -- { { attr = <perfev.attr>, ids = { ... }, name = "cpu-clock" }, ... }
@@ -248,4 +279,6 @@ function M.create(dest, attrs, opts)
   return require("perfev.perfdata.writer").create(dest, attrs, opts)
 end
 
-return M
+-- perfev.perfdata is this module, called: perfev.perfdata(src[, opts]) is
+-- open (the reader); create makes a writer
+return setmetatable(M, { __call = function(_, src, opts) return M.open(src, opts) end })

@@ -150,4 +150,5 @@ function Map:__tostring()
   return ("perfev.perfmap (%s, %d lines%s)"):format(self.path, self.n, self.f and "" or ", closed")
 end
 
-return M
+-- perfev.perfmap is this module, called: perfev.perfmap([pid][, opts]) is open
+return setmetatable(M, { __call = function(_, pid, opts) return M.open(pid, opts) end })

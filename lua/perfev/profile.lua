@@ -281,4 +281,6 @@ M.Profiler = Profiler
 M.formats = output.FORMATS
 M.format_of = output.format_of
 
-return M
+-- perfev.profile is this module, called: perfev.profile(opts); its other
+-- functions (formats, format_of, engines, default_rate) are reachable
+return setmetatable(M, { __call = function(_, opts) return M.profile(opts) end })

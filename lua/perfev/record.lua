@@ -35,7 +35,7 @@ local OPTIONS = {
   output = "string|file", pipe = "boolean", event = "spec", events = "table", freq = "integer",
   period = "integer", callchain = "boolean|string", sample_type = "string|table", fn = "function",
   args = "table", command = "string", pid = "integer", duration_ms = "integer",
-  pages = "integer", cpus = "table", attr = "table", kernel = "boolean",
+  pages = "integer", cpus = "cpus", attr = "table", kernel = "boolean",
   drain_every = "any", features = "table", build_ids = "boolean", mmap_data = "boolean",
 }
 
@@ -175,6 +175,101 @@ local function drain(s, w)
   return w:round()
 end
 
+-- A recording (r: opts, the sampler s, the writer w, the kernel's
+-- records, the summary; r.ok, r.err, r.eno: the first write or drain that
+-- failed). Ctrl-C anywhere in it (perfev.interrupt) ends it: what was
+-- recorded is written; a command got the SIGINT too and is waited for.
+
+-- What existed before the events: the kernel, a process already running.
+local function write_existing(r)
+  local pre = { r.kernel }
+  if not r.opts.command then
+    for _, rec in ipairs(synth.process(r.opts.pid or fs.own_pid(), { data = r.opts.mmap_data })) do
+      pre[#pre + 1] = rec
+    end
+  end
+  for _, rec in ipairs(pre) do
+    r.ok, r.err, r.eno = r.w:write(rec)
+    if not r.ok then return false end
+  end
+  return true
+end
+
+-- fn called with its args, the rings drained every drain_every VM
+-- instructions meanwhile; its results in the summary
+local function run_fn(r)
+  local opts = r.opts
+  local every = opts.drain_every == nil and DRAIN_EVERY or opts.drain_every
+  local hook, mask, count = debug.gethook()
+  if every then
+    debug.sethook(function()
+      if r.ok then r.ok, r.err, r.eno = drain(r.s, r.w) end
+    end, "", every)
+  end
+  local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
+  debug.sethook(hook, mask, count)
+  if not res[1] then error(res[2], 0) end
+  r.summary.results = compat.table_pack(compat.table_unpack(res, 2, res.n))
+end
+
+-- a command or a pid: drained until it ends or duration_ms is over (the
+-- wall clock: CLOCK_MONOTONIC, which no clock change moves)
+local function run_until(r)
+  local deadline = r.opts.duration_ms and core.clock_ns() + r.opts.duration_ms * 1000000
+  repeat
+    local _, hup = r.s:poll(POLL_MS)
+    if r.ok then r.ok, r.err, r.eno = drain(r.s, r.w) end
+    local late = deadline and core.clock_ns() >= deadline
+  until hup or late or not r.ok
+end
+
+local function recording(r)
+  if not write_existing(r) then return end
+  if r.opts.fn or r.opts.pid then
+    r.ok, r.err, r.eno = r.s:enable()
+    if not r.ok then return end
+  end
+  if r.opts.fn then return run_fn(r) end
+  run_until(r)
+end
+
+-- The end of a recording (pcall's rok, rerr): the last drain, the
+-- command's exit and output, the file closed -> summary | nil, msg, errno
+local function finish(r, rok, rerr)
+  local s, w, cmd_out = r.s, r.w, r.cmd_out
+  s:disable()
+  if not rok and not interrupt.is(rerr) then
+    if r.ok then drain(s, w) end
+    s:close()
+    w:close()
+    if cmd_out then os.remove(cmd_out) end
+    error(rerr, 0)
+  end
+  local summary = r.summary
+  summary.interrupted = not rok or nil
+  if r.ok then r.ok, r.err, r.eno = drain(s, w) end
+  if not r.ok then
+    s:close()
+    w:close()
+    if cmd_out then os.remove(cmd_out) end
+    return nil, r.err, r.eno
+  end
+  summary.lost = s:lost()
+  if r.opts.command then
+    local eok, how, code = s:wait()
+    summary.exit = { ok = eok, how = how, code = code }
+    local f = io.open(cmd_out, "rb")
+    if f then summary.stdout = f:read("a"); f:close() end
+    os.remove(cmd_out)
+  end
+  s:close()
+  local st, cerr, ceno = w:close()
+  if not st then return nil, cerr, ceno end
+  summary.samples, summary.records, summary.bytes = st.samples, st.records, st.bytes
+  summary.types = st.types
+  return summary
+end
+
 -- perfev.record(opts) -> summary | nil, message, errno
 -- opts: output ("perf.data"; a path, "-" or a file handle), pipe, event or
 -- events, freq (4000) or period, callchain (true or a call graph mode: see
@@ -211,80 +306,10 @@ function M.record(opts)
     if cmd_out then os.remove(cmd_out) end
     return nil, msg, errno
   end
-  local summary = { output = type(output) == "string" and output or nil, pid = s.pid }
-  local ok, err, eno = true, nil, nil
-  -- The recording: what existed before the events (the kernel, a process
-  -- already running), then the run. Ctrl-C anywhere in it (perfev.interrupt)
-  -- ends it: what was recorded is written; a command got the SIGINT too and
-  -- is waited for below.
-  local function recording()
-    local pre = { kernel }
-    if not opts.command then
-      for _, r in ipairs(synth.process(opts.pid or fs.own_pid(), { data = opts.mmap_data })) do
-        pre[#pre + 1] = r
-      end
-    end
-    for _, r in ipairs(pre) do
-      ok, err, eno = w:write(r)
-      if not ok then return end
-    end
-    if opts.fn or opts.pid then
-      ok, err, eno = s:enable()
-      if not ok then return end
-    end
-    if opts.fn then
-      local every = opts.drain_every == nil and DRAIN_EVERY or opts.drain_every
-      local hook, mask, count = debug.gethook()
-      if every then
-        debug.sethook(function()
-          if ok then ok, err, eno = drain(s, w) end
-        end, "", every)
-      end
-      local res = compat.table_pack(pcall(opts.fn, compat.table_unpack(opts.args or {})))
-      debug.sethook(hook, mask, count)
-      if not res[1] then error(res[2], 0) end
-      summary.results = compat.table_pack(compat.table_unpack(res, 2, res.n))
-      return
-    end
-    -- the wall clock of duration_ms: CLOCK_MONOTONIC, which no clock change moves
-    local deadline = opts.duration_ms and core.clock_ns() + opts.duration_ms * 1000000
-    repeat
-      local _, hup = s:poll(POLL_MS)
-      if ok then ok, err, eno = drain(s, w) end
-      local late = deadline and core.clock_ns() >= deadline
-    until hup or late or not ok
-  end
-  local rok, rerr = pcall(recording)
-  s:disable()
-  if not rok and not interrupt.is(rerr) then
-    if ok then drain(s, w) end
-    s:close()
-    w:close()
-    if cmd_out then os.remove(cmd_out) end
-    error(rerr, 0)
-  end
-  summary.interrupted = not rok or nil
-  if ok then ok, err, eno = drain(s, w) end
-  if not ok then
-    s:close()
-    w:close()
-    if cmd_out then os.remove(cmd_out) end
-    return nil, err, eno
-  end
-  summary.lost = s:lost()
-  if opts.command then
-    local eok, how, code = s:wait()
-    summary.exit = { ok = eok, how = how, code = code }
-    local f = io.open(cmd_out, "rb")
-    if f then summary.stdout = f:read("a"); f:close() end
-    os.remove(cmd_out)
-  end
-  s:close()
-  local st, cerr, ceno = w:close()
-  if not st then return nil, cerr, ceno end
-  summary.samples, summary.records, summary.bytes = st.samples, st.records, st.bytes
-  summary.types = st.types
-  return summary
+  local r = { opts = opts, s = s, w = w, kernel = kernel, cmd_out = cmd_out, ok = true,
+              summary = { output = type(output) == "string" and output or nil, pid = s.pid } }
+  local rok, rerr = pcall(recording, r)
+  return finish(r, rok, rerr)
 end
 
 setmetatable(M, { __call = function(_, opts) return M.record(opts) end })

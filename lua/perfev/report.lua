@@ -10,6 +10,8 @@
 --   end
 --   io.write(rep:format())                                -- perf report --stdio
 --   local events = report("perf.data")                    -- the same, events and rows only
+local core = require "perfev.core"
+local unpack = table.unpack or rawget(_G, "unpack")
 local pd = require "perfev.perfdata"
 local options = require "perfev.options"
 local symbols = require "perfev.symbols"
@@ -24,15 +26,16 @@ M.Report = Report
 
 local TYPES = { "sample", "mmap", "mmap2", "comm", "fork", "lost_samples" }
 local MAX_STACK = 127            -- perf's default --max-stack (sysctl kernel.perf_event_max_stack)
-local SAMPLE_CALLCHAIN = 32      -- PERF_SAMPLE_CALLCHAIN
-local TRACEPOINT = 2             -- PERF_TYPE_TRACEPOINT
+local SAMPLE_CALLCHAIN = core.SAMPLE.CALLCHAIN
+local TRACEPOINT = core.TYPE.TRACEPOINT
 
 -- The level letter perf prints for a cpumode.
 local LEVEL = { kernel = "k", user = ".", hypervisor = "H", guest_kernel = "g", guest_user = "u" }
 
-local OPTIONS = { sort = true, fields = true, callchain = true, show_nr_samples = true, show_total_period = true,
-                  children = true, kallsyms = true, debug_dir = true,
-                  perfmap_dir = true, percent_limit = true, progress = true, max_stack = true }
+local OPTIONS = { sort = "string|table", fields = "string|table", callchain = "string|boolean|table",
+                  show_nr_samples = "boolean", show_total_period = "boolean", children = "boolean",
+                  kallsyms = "string|boolean", debug_dir = "string", perfmap_dir = "string",
+                  percent_limit = "number", progress = "boolean", max_stack = "positive" }
 
 local function has_bit(x, bit)
   return math.floor(x / bit) % 2 == 1
@@ -344,9 +347,9 @@ local function period_of(h, p, n)
   return n * (tonumber(h.default_period) or 1)
 end
 
--- Reads every sample of f into per-event histograms.
-local function aggregate(self, f, opts)
-  local S = self.S
+-- The histograms of f's events (self.hists, and by name), and how the
+-- samples are walked: children, call graphs, the order of the chains.
+local function prepare(self, f, opts)
   local hists, by_name = {}, {}
   for _, a in ipairs(f:attrs()) do
     if not by_name[a.name] then
@@ -367,21 +370,20 @@ local function aggregate(self, f, opts)
   self.walk_chains = self.children or self.graph ~= nil
   self.F, self.R, self.L = {}, {}, {}
   for _, h in ipairs(hists) do h.paths, h.pathlist = {}, {} end
-  local comms = { [0] = "swapper" }
-  local lost = 0
-  local s = {}
-  local hdr = f:header()
-  local size = hdr.data and hdr.data.size
-  local bar = progress_bar(opts, size)
-  local base = hdr.data and hdr.data.offset or 0
-  local count = 0
+  return hists, by_name
+end
+
+-- sampler(self, comms) -> sample(h, n, period, ip, pid, tid, cpu, mode,
+-- rec): n samples of h with these values (one, or a tally of them), their
+-- period summed, into their row, the children and the call graphs; rec:
+-- the sample's table when its chain or trace is used.
+local function sampler(self, comms)
+  local S, s = self.S, {}
   -- the rows of the last sample's thread (the next one is often of the same)
   -- (not with the trace key: each sample's own)
   local last_tid, last_h, last_cpu, last_comm, last_ctx
   local reuse_ctx = not self.trace_events
-  -- n samples of h with these values (one, or a tally of them), their
-  -- period summed; rec: the sample's table when its chain or trace is used
-  local function sample(h, n, period, ip, pid, tid, cpu, mode, rec)
+  return function(h, n, period, ip, pid, tid, cpu, mode, rec)
     tid = tid or -1
     s.pid, s.tid, s.cpu = pid or -1, tid, cpu or -1
     if self.trace_events then s.trace = trace_output(self, h, rec) end
@@ -416,7 +418,14 @@ local function aggregate(self, f, opts)
       if self.graph and h.callchain then add_path(self, h, row, nf, period, n) end
     end
   end
-  local function other(rec)
+end
+
+-- sideband(self, comms, bar, base) -> other(rec): a record that is not a
+-- sample: mappings, thread names, losses (self.lost), the progress bar
+local function sideband(self, comms, bar, base)
+  local S = self.S
+  self.lost = 0
+  return function(rec)
     local t = rec.type
     if t == "mmap" or t == "mmap2" then
       S:mmap(rec)
@@ -426,54 +435,71 @@ local function aggregate(self, f, opts)
       if comms[rec.ptid] and not comms[rec.tid] then comms[rec.tid] = comms[rec.ptid] end
       if rec.pid ~= rec.ppid then S:fork(rec) end
     elseif t == "lost_samples" then
-      lost = lost + (rec.lost or 0)
+      self.lost = self.lost + (rec.lost or 0)
     end
     if bar and rec.offset then bar(rec.offset - base) end
   end
+end
+
+-- The samples counted in C by what makes their row and their chain
+-- (doc/decoding.md's tally): the Lua of sample() runs once per distinct
+-- sample, not per sample.
+local function read_tallies(self, f, by_name, sample, other, bar)
+  local hists = self.hists
+  local args = {}
+  for i, k in ipairs(self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS) do args[i] = k end
+  args[#args + 1] = { order = "time", types = TYPES, offsets = bar and true or nil, on_record = other }
+  local chained = { callchain = false, callchain_contexts = false }
+  for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:tally(unpack(args)) do
+    local h = by_name[ev] or hists[1]
+    chained.callchain, chained.callchain_contexts = chain, contexts
+    sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
+  end
+end
+
+-- Trace output needs each sample's raw data: samples bring only the
+-- fields used here, decoded into one table; the other records come whole
+-- (doc/decoding.md's `fields` with `into`).
+local function read_samples(self, f, by_name, sample, other, bar, base)
+  local hists = self.hists
+  local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
+  if bar then fields[#fields + 1] = "offset" end
+  fields[#fields + 1] = "raw"
+  local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = {}, fields = fields }
+  local count = 0
+  for rec in f:records(o) do
+    if rec.type == "sample" then
+      local h = by_name[rec.event] or hists[1]
+      sample(h, 1, period_of(h, rec.period, 1), rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
+      if bar then
+        count = count + 1
+        if count % 4096 == 0 then bar(rec.offset - base) end
+      end
+    else
+      other(rec)
+    end
+  end
+end
+
+-- Reads every sample of f into per-event histograms.
+local function aggregate(self, f, opts)
+  local hists, by_name = prepare(self, f, opts)
+  local comms = { [0] = "swapper" }
+  local hdr = f:header()
+  local size = hdr.data and hdr.data.size
+  local bar = progress_bar(opts, size)
+  local base = hdr.data and hdr.data.offset or 0
+  local sample, other = sampler(self, comms), sideband(self, comms, bar, base)
   if not self.trace_events then
-    -- samples counted in C by what makes their row and their chain
-    -- (doc/decoding.md's tally): the Lua above runs once per distinct
-    -- sample, not per sample
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil,
-                fields = self.walk_chains and TALLY_CHAIN_FIELDS or TALLY_FIELDS, tally = true }
-    local chained = { callchain = false, callchain_contexts = false }
-    for n, w, ev, ip, pid, tid, cpu, mode, chain, contexts in f:records(o) do
-      if type(n) == "table" then
-        other(n)
-      else
-        local h = by_name[ev] or hists[1]
-        chained.callchain, chained.callchain_contexts = chain, contexts
-        sample(h, n, period_of(h, w, n), ip, pid, tid, cpu, mode, chained)
-      end
-    end
+    read_tallies(self, f, by_name, sample, other, bar)
   else
-    -- trace output needs each sample's raw data: samples bring only the
-    -- fields used here, decoded into one table; the other records come
-    -- whole (doc/decoding.md's `fields`)
-    local fields = { "event", "ip", "pid", "tid", "cpu", "period", "cpumode", "callchain", "callchain_contexts" }
-    if bar then fields[#fields + 1] = "offset" end
-    fields[#fields + 1] = "raw"
-    local into = {}
-    local o = { order = "time", types = TYPES, offsets = bar and true or nil, into = into, fields = fields }
-    for rec in f:records(o) do
-      if rec.type == "sample" then
-        local h = by_name[rec.event] or hists[1]
-        sample(h, 1, period_of(h, rec.period, 1), rec.ip, rec.pid, rec.tid, rec.cpu, rec.cpumode, rec)
-        if bar then
-          count = count + 1
-          if count % 4096 == 0 then bar(rec.offset - base) end
-        end
-      else
-        other(rec)
-      end
-    end
+    read_samples(self, f, by_name, sample, other, bar, base)
   end
   if bar then bar(size, true) end
   if self.graph then
     for _, h in ipairs(hists) do finish_graphs(self, h) end
   end
   self.F, self.R, self.L = nil, nil, nil
-  self.lost = lost
   for _, h in ipairs(hists) do
     for _, r in ipairs(h.rows) do r.thread_comm = comms[r.tid] or r.comm end
   end
@@ -669,17 +695,7 @@ local function public_row(self, h, r)
   return row
 end
 
-local function check_opts(opts)
-  if type(opts) ~= "table" then options.raise("perfev.report: options must be a table") end
-  for k in pairs(opts) do
-    if not OPTIONS[k] then options.raise(("perfev.report: unknown option '%s'"):format(tostring(k))) end
-  end
-  if opts.percent_limit ~= nil and type(opts.percent_limit) ~= "number" then
-    options.raise("perfev.report: option 'percent_limit' must be a number")
-  end
-end
-
--- report.open(path | file handle, opts) -> report | nil, message
+-- report.open(path | file handle, opts) -> report | nil, message, errno
 -- opts: sort ("comm,dso,symbol", or a list), fields (perf's -F: overhead,
 -- overhead_children, sample, period and sort keys, in the order printed),
 -- show_nr_samples, show_total_period (perf's -n and --show-total-period
@@ -688,8 +704,7 @@ end
 -- or false), debug_dir, perfmap_dir, max_stack (127), progress (true,
 -- false; default: a bar on stderr when it is a terminal and it runs long).
 function M.open(src, opts)
-  opts = opts or {}
-  check_opts(opts)
+  opts = options.check(opts, OPTIONS, "perfev.report")
   local fields, why
   if opts.fields then
     fields, why = keys.parse_fields(opts.fields)
@@ -712,8 +727,8 @@ function M.open(src, opts)
   local names
   names, why = keys.parse(sort)
   if not names then return nil, "perfev.report: " .. why end
-  local f, msg = pd.open(src)
-  if not f then return nil, msg end
+  local f, msg, errno = pd.open(src)
+  if not f then return nil, msg, errno end
   -- perf's default for a file of tracepoints only: the formatted event
   local attrs = f:attrs()
   local all_tp = #attrs > 0
@@ -777,10 +792,10 @@ function Report:__tostring()
   return ("perfev.report(%s; %s)"):format(self.path or "file handle", table.concat(names, ", "))
 end
 
--- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message
+-- report(path, opts) -> { { name, samples, period, rows = { ... } }, ... } | nil, message, errno
 function M.report(src, opts)
-  local rep, msg = M.open(src, opts)
-  if not rep then return nil, msg end
+  local rep, msg, errno = M.open(src, opts)
+  if not rep then return nil, msg, errno end
   local out = {}
   for i, ev in ipairs(rep.events) do
     out[i] = { name = ev.name, samples = ev.samples, period = ev.period, rows = ev.rows }

@@ -18,10 +18,10 @@
 --
 -- What a request costs beyond its two read(2)s is a few table updates: the
 -- sums are kept per worker in Lua tables and added to the shared dict on a
--- timer (every `flush` seconds, default 1; at the worker's exit too), not
+-- timer (every `flush_ms`, default 1000 ms; at the worker's exit too), not
 -- per request (a dict write takes the dict's lock, shared by every worker,
 -- and one was taken per series per request). /metrics serves the dict after
--- adding its own worker's sums: the other workers' last `flush` seconds may
+-- adding its own worker's sums: the other workers' last `flush_ms` may
 -- be missing from it, never lost (doc/openresty.md, What it costs).
 local perfev = require "perfev"
 local options = require "perfev.options"
@@ -111,20 +111,23 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
--- the known options (flush, buckets, collapse, max_labels and overflow are
--- checked where they are used, with what each must be)
+-- the known options (flush_ms, buckets, collapse, max_labels and overflow
+-- are checked where they are used, with what each must be)
 local OPTIONS = { events = "table", dict = "string", prefix = "string", label = "function",
-                  flush = "any", buckets = "any", collapse = "any", max_labels = "any", overflow = "any" }
+                  flush_ms = "any", buckets = "any", collapse = "any", max_labels = "any", overflow = "any" }
+-- the name of the release before: every duration is in ms, and says so
+local RENAMED = { flush = { "flush_ms", convert = function(s) return s * 1000 end, note = " (in ms, not s)" } }
 
--- resty.new{ events =, dict =, prefix =, label =, flush = } -> instance | nil, err
+-- resty.new{ events =, dict =, prefix =, label =, flush_ms = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
 --           worker's own sums only)
 --   prefix  of the metric names (default "perfev_request_")
 --   label   function(ngx) -> the label value of the current request
 --           (default: ngx.var.uri)
---   flush   seconds between two additions of this worker's sums to the
---           dict (default 1; 0: every request, as a dict write per series)
+--   flush_ms milliseconds between two additions of this worker's sums to
+--           the dict (default 1000; 0: every request, as a dict write per
+--           series); 'flush' in seconds is its deprecated name
 --   buckets the histograms' upper bounds by event name, in the metric's
 --           unit (seconds, counts); false: no histograms (perfev.resty.series)
 --   collapse, max_labels, overflow: how label values are kept few
@@ -134,6 +137,9 @@ local OPTIONS = { events = "table", dict = "string", prefix = "string", label = 
 function _M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then return nil, "perfev.resty: options must be a table" end
+  local renamed, rwhy = pcall(options.renamed, opts, RENAMED, "perfev.resty")
+  if not renamed then return nil, options.strip_where(rwhy) end
+  opts = rwhy
   local known, why = pcall(options.check, opts, OPTIONS, "perfev.resty")
   if not known then return nil, options.strip_where(why) end
   local events = opts.events or _M.DEFAULT_EVENTS
@@ -146,11 +152,12 @@ function _M.new(opts)
   if opts.label ~= nil and type(opts.label) ~= "function" then
     return nil, "perfev.resty: option 'label' must be a function"
   end
-  local flush = opts.flush
-  if flush == nil then flush = 1 end
+  local flush = opts.flush_ms
+  if flush == nil then flush = 1000 end
   if type(flush) ~= "number" or flush < 0 or flush ~= flush or flush == math.huge then
-    return nil, "perfev.resty: option 'flush' must be a number of seconds >= 0"
+    return nil, "perfev.resty: option 'flush_ms' must be a number of milliseconds >= 0"
   end
+  flush = flush / 1000   -- seconds, as ngx.timer takes them
   local divisors = {}
   for i, ev in ipairs(events) do divisors[i] = select(4, metric_of(tostring(ev))) end
   local layout, lerr = series.layout(events, divisors, opts.buckets)

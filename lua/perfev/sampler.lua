@@ -30,7 +30,7 @@ local POLL_MAX_MS = 2147483647  -- poll(2)'s int timeout, as ring:poll
 -- Options of perfev.sampler, with the type each takes; anything else is a
 -- mistake (a misspelt side-band name would otherwise be silently ignored).
 local OPTIONS = {
-  event = "spec", events = "table", pid = "integer", command = "string", cpus = "table",
+  event = "spec", events = "table", pid = "integer", command = "string", cpus = "cpus",
   period = "integer", freq = "integer", default_freq = "integer", sample_type = "mask", inherit = "boolean",
   pages = "integer", attr = "table", sample_id_all = "boolean", task = "boolean",
 }
@@ -96,12 +96,6 @@ local function check_options(opts)
   for i, e in ipairs(opts.events or {}) do
     if not options.fits(e, "spec") then
       fail("option 'events'[%d] must be %s, got %s", i, options.what("spec"), options.describe(e))
-    end
-  end
-  if opts.cpus then
-    if #opts.cpus == 0 then fail("option 'cpus' is an empty list") end
-    for i, c in ipairs(opts.cpus) do
-      if not options.is_integer(c) or c < 0 then fail("option 'cpus'[%d] is not a CPU number", i) end
     end
   end
 end
@@ -259,7 +253,7 @@ function M.new(opts)
     attrs[i], names[i], t = build_attr(s, i, #specs, o, mode)
     hows[i] = { name = names[i], user_fallback = type(s) == "string", precise_max = t.precise_max }
   end
-  local cpus = opts.cpus
+  local cpus = opts.cpus and options.cpus(opts.cpus, "perfev.sampler")
   if not cpus then
     local msg, errno
     cpus, msg, errno = M.online_cpus()

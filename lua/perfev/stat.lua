@@ -21,99 +21,119 @@ local aggr = require "perfev.stat.aggr"
 local M = {}
 
 local unpack = table.unpack or rawget(_G, "unpack")   -- LuaJIT: the global
+local ESRCH = perfev.ERRNO.ESRCH
+
+local options = require "perfev.options"
 
 local OPTIONS = {
-  run = "function", args = "table", command = "string|table", pid = "number", duration = "number",
-  events = "string|table", ["repeat"] = "number", interval = "number", on_interval = "function",
+  fn = "function", args = "table", command = "string|table", pid = "integer", duration_ms = "number",
+  events = "string|table", ["repeat"] = "positive", interval_ms = "number", on_interval = "function",
   label = "string", inherit = "boolean", system_wide = "boolean",
-  cpus = "string|table", aggr = "string", metrics = "string",
+  cpus = "cpus", aggr = "string", metrics = "string",
+}
+-- the names of the release before (README documented them): 'run' is
+-- 'fn' as in perfev.profile and perfev.record; every duration is in
+-- milliseconds and its name says so
+local RENAMED = {
+  run = { "fn" },
+  duration = { "duration_ms", convert = function(s) return s * 1000 end, note = " (in ms, not s)" },
+  interval = { "interval_ms" },
 }
 
-local function fail(level, fmt, ...)
-  error("perfev.stat: " .. fmt:format(...), level + 1)
+local function fail(fmt, ...)
+  options.raise("perfev.stat: " .. fmt:format(...))
 end
 
-local function is_count(v) return type(v) == "number" and v >= 1 and math.floor(v) == v end
-
--- the options checked and normalized; raises at the caller's line
-local function check(opts)
-  if type(opts) ~= "table" then fail(3, "takes a table of options, got %s", type(opts)) end
-  local o = {}
+-- The function given as [1] (its arguments after it) moved to fn/args,
+-- the rest checked by name.
+local function positional(opts)
+  if type(opts) ~= "table" then
+    options.raisef("perfev.stat: takes a table of options, got %s", options.describe(opts))
+  end
+  local named, n = {}, opts.n or #opts
   for k, v in pairs(opts) do
     if type(k) == "number" then
-      if k ~= math.floor(k) or k < 1 then fail(3, "unknown option [%s]", tostring(k)) end
-    else
-      local want = OPTIONS[k]
-      if not want then fail(3, "unknown option '%s'", tostring(k)) end
-      if not want:find(type(v), 1, true) then
-        fail(3, "option '%s' must be a %s, got %s", k, want:gsub("|", " or "), type(v))
-      end
+      if k ~= math.floor(k) or k < 1 then fail("unknown option [%s]", tostring(k)) end
+    elseif k ~= "n" then
+      named[k] = v
     end
-    o[k] = v
   end
   if opts[1] ~= nil then
-    if type(opts[1]) ~= "function" then fail(3, "[1] must be a function, got %s", type(opts[1])) end
-    if opts.run then fail(3, "give the function as [1] or as 'run', not both") end
-    o.run = opts[1]
-    o.args = { unpack(opts, 2, opts.n or #opts) }
-    o.nargs = (opts.n or #opts) - 1
-  elseif opts.args then
-    o.nargs = opts.args.n or #opts.args
+    if type(opts[1]) ~= "function" then fail("[1] must be a function, got %s", type(opts[1])) end
+    if opts.fn or opts.run then fail("give the function as [1] or as 'fn', not both") end
+    named.fn, named.args = opts[1], { unpack(opts, 2, n) }
+    named.args.n = n - 1
   end
+  return named
+end
+
+-- what is measured: exactly one of a function, a command and a pid (a
+-- pid or every CPU may be bounded by a command)
+local function check_target(o)
   if o.cpus then
     -- perf's -C: counting on these CPUs only, system-wide
-    local list, why = aggr.cpulist(o.cpus)
-    if not list then fail(3, "option 'cpus': %s", why) end
-    if o.pid or o.run then fail(3, "option 'cpus' cannot be used with 'pid' or a function") end
+    local list = options.cpus(o.cpus, "perfev.stat")
+    if o.pid or o.fn then fail("option 'cpus' cannot be used with 'pid' or a function") end
     -- perf's header names the list, unless -a was given too ('system wide')
     if not o.system_wide then o.cpus_label = type(o.cpus) == "string" and o.cpus or table.concat(list, ",") end
     o.cpu_list, o.system_wide = list, true
   end
+  if o.system_wide and (o.pid or o.fn) then fail("option 'system_wide' cannot be used with 'pid' or a function") end
+  local n = (o.fn and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
+  if (o.pid or o.system_wide) and o.command then n = 1 end   -- a command bounds the measurement
+  if o.system_wide and not o.command then n = 1 end
+  if n ~= 1 then fail("give one of a function ([1] or 'fn'), 'command' and 'pid'") end
+  if type(o.command) == "table" then
+    if #o.command == 0 then fail("option 'command' is an empty list") end
+    for i, w in ipairs(o.command) do
+      if type(w) ~= "string" and type(w) ~= "number" then
+        fail("option 'command'[%d] must be a string, got %s", i, type(w))
+      end
+    end
+  end
+  if o.pid and o.pid <= 0 then fail("option 'pid' must be a process id, got %s", tostring(o.pid)) end
+  if o.args then o.nargs = o.args.n or #o.args end
+end
+
+-- how it is aggregated and timed
+local function check_modes(o)
   if o.aggr then
     if not aggr.MODES[o.aggr] then
-      fail(3, "option 'aggr' must be one of global, none, socket, die, core, node, thread; got '%s'", o.aggr)
+      options.unknown("perfev.stat: option 'aggr'", "mode", o.aggr, aggr.MODES,
+                      " (global, none, socket, die, core, node, thread)")
     end
     if o.aggr == "global" then o.aggr = nil end
   end
   if o.aggr == "thread" and not o.pid then
-    fail(3, "option 'aggr' = 'thread' (perf's --per-thread) is for 'pid' (every thread of it)")
+    fail("option 'aggr' = 'thread' (perf's --per-thread) is for 'pid' (every thread of it)")
   elseif o.aggr and o.aggr ~= "thread" and not o.system_wide then
     -- perf stat 6.1's words for -A and --per-* without -a
-    fail(3, "option 'aggr' = '%s' needs 'system_wide' or 'cpus' (perf: both cgroup and no-aggregation "
+    fail("option 'aggr' = '%s' needs 'system_wide' or 'cpus' (perf: both cgroup and no-aggregation "
          .. "modes only available in system-wide mode)", o.aggr)
   end
-  if o.system_wide and (o.pid or o.run) then fail(3, "option 'system_wide' cannot be used with 'pid' or a function") end
-  local n = (o.run and 1 or 0) + (o.command and 1 or 0) + (o.pid and 1 or 0)
-  if (o.pid or o.system_wide) and o.command then n = 1 end   -- a command bounds the measurement
-  if o.system_wide and not o.command then n = 1 end
-  if n ~= 1 then fail(3, "give one of a function ([1] or 'run'), 'command' and 'pid'") end
-  if type(o.command) == "table" then
-    if #o.command == 0 then fail(3, "option 'command' is an empty list") end
-    for i, w in ipairs(o.command) do
-      if type(w) ~= "string" and type(w) ~= "number" then
-        fail(3, "option 'command'[%d] must be a string, got %s", i, type(w))
-      end
+  if o.duration_ms and o.duration_ms <= 0 then fail("option 'duration_ms' must be > 0 ms") end
+  if o.duration_ms and not (o.pid or o.system_wide) then fail("option 'duration_ms' is for 'pid' or 'system_wide'") end
+  o["repeat"] = o["repeat"] or 1
+  if o.interval_ms then
+    if o.interval_ms < 1 or o.interval_ms ~= o.interval_ms then
+      fail("option 'interval_ms' must be >= 1 ms, got %s", tostring(o.interval_ms))
     end
+    if o.fn then fail("option 'interval_ms' is for a command or a pid, not a function") end
+    if o["repeat"] > 1 then fail("option 'interval_ms' cannot be used with 'repeat'") end
   end
-  if o.pid and (o.pid ~= math.floor(o.pid) or o.pid <= 0) then
-    fail(3, "option 'pid' must be a process id, got %s", tostring(o.pid))
-  end
-  if o.duration and o.duration <= 0 then fail(3, "option 'duration' must be > 0 seconds") end
-  if o.duration and not (o.pid or o.system_wide) then fail(3, "option 'duration' is for 'pid' or 'system_wide'") end
-  local r = o["repeat"] or 1
-  if not is_count(r) then fail(3, "option 'repeat' must be a positive integer, got %s", tostring(r)) end
-  o["repeat"] = r
-  if o.interval then
-    if o.interval < 1 or o.interval ~= o.interval then
-      fail(3, "option 'interval' must be >= 1 ms, got %s", tostring(o.interval))
-    end
-    if o.run then fail(3, "option 'interval' is for a command or a pid, not a function") end
-    if r > 1 then fail(3, "option 'interval' cannot be used with 'repeat'") end
-  end
+end
+
+-- the options checked (options.check: the caller's line, "did you mean")
+-- and normalized into a table of stat's own
+local function check(opts)
+  local o = options.renamed(positional(opts), RENAMED, "perfev.stat")
+  options.check(o, OPTIONS, "perfev.stat")
+  check_target(o)
+  check_modes(o)
   local ok, entries = pcall(events.parse, o.events)
   if not ok then
     local msg = tostring(entries):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev[%.%w]*: ", "")
-    fail(3, "option 'events': %s", msg)
+    fail("option 'events': %s", msg)
   end
   o.entries = entries
   return o
@@ -214,11 +234,11 @@ end
 local SLICE_MS = 100
 local function wait_loop(o, set, res, t0, wait, tools_now, run)
   local prev
-  if not o.interval then
+  if not o.interval_ms then
     repeat until wait(SLICE_MS)
     return
   end
-  local step = o.interval * 1e6
+  local step = o.interval_ms * 1e6
   local k = 1
   while true do
     local left = math.ceil((t0 + k * step - now_ns()) / 1e6)
@@ -248,12 +268,12 @@ local interrupted = require("perfev.interrupt").is
 
 local function run_command(o, res)
   local c, msg, status = command.start(o.command)
-  if not c then return nil, msg, status end
+  if not c then return nil, msg, nil, status end
   local set, omsg, errno, e = counters.open(o.entries, { c.pid },
                                             { inherit = o.inherit ~= false, enable_on_exec = true })
   if not set then
     c:kill()
-    return nil, ("event '%s': %s"):format(e.name, omsg), 1, errno
+    return nil, ("event '%s': %s"):format(e.name, omsg), errno, 1
   end
   local u0, s0 = rusage("children")
   local tools = tools_fn(0, { u0, s0 }, "children")
@@ -275,18 +295,18 @@ local function run_command(o, res)
   local u1, s1 = rusage("children")
   local tl = { duration_time = t1 - t0, user_time = u1 - u0, system_time = s1 - s0 }
   local data = readings(o, set, tl)
-  if o.interval and not res.interrupted then new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6) end
+  if o.interval_ms and not res.interrupted then new_interval(o, set, res, prev, data, t1 - t0, o.interval_ms * 1e6) end
   res.status, res.how, res.code = command.exit_code(how, code), how, code
   return { set = set, data = data, wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
 local function run_function(o, res)
   local set, msg, errno, e = counters.open(o.entries, { 0 }, { inherit = o.inherit ~= false })
-  if not set then return nil, ("event '%s': %s"):format(e.name, msg), 1, errno end
+  if not set then return nil, ("event '%s': %s"):format(e.name, msg), errno, 1 end
   local u0, s0 = rusage("self")
   local t0 = now_ns()
   set:enable()
-  local ok, err = pcall(o.run, unpack(o.args or {}, 1, o.nargs or 0))
+  local ok, err = pcall(o.fn, unpack(o.args or {}, 1, o.nargs or 0))
   set:disable()
   local t1 = now_ns()
   local u1, s1 = rusage("self")
@@ -301,50 +321,37 @@ local function run_function(o, res)
   return { set = set, data = readings(o, set, tl), wall = t1 - t0, user = tl.user_time, sys = tl.system_time }
 end
 
--- A pid (every thread of it), or every CPU (system_wide: an event per
--- online CPU, as perf stat -a), until the process exits, the duration
--- ends, the command given with it ends, or Ctrl-C.
-local function run_pid(o, res)
-  local targets
-  local tinfo = {}
+-- What run_pid counts on: an event per online CPU (system_wide), or per
+-- thread of the pid, with what the aggregation needs of each (tinfo):
+-- targets, tinfo | nil, message, errno, status.
+local function pid_targets(o)
+  local targets, tinfo = {}, {}
   if o.system_wide then
-    targets = {}
     for i, cpu in ipairs(o.cpu_list or command.online_cpus() or {}) do
       targets[i] = { pid = -1, cpu = cpu }
       tinfo[i] = { cpu = cpu }
     end
-  else
-    targets = command.threads(o.pid)
-    if not targets then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
-    for i, tid in ipairs(targets) do
-      local f = io.open(("/proc/%d/task/%d/comm"):format(o.pid, tid), "r")
-      tinfo[i] = { tid = tid, comm = f and f:read("l") or "" }
-      if f then f:close() end
-    end
+    return targets, tinfo
   end
-  local set, msg, errno, e = counters.open(o.entries, targets,
-                                            { inherit = o.inherit ~= false and not o.system_wide })
-  if not set then
-    if errno == 3 then return nil, ("no process with pid %d"):format(o.pid), 1, 3 end
-    return nil, ("event '%s': %s"):format(e.name, msg), 1, errno
+  targets = command.threads(o.pid)
+  if not targets then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
+  for i, tid in ipairs(targets) do
+    local f = io.open(("/proc/%d/task/%d/comm"):format(o.pid, tid), "r")
+    tinfo[i] = { tid = tid, comm = f and f:read("l") or "" }
+    if f then f:close() end
   end
-  local w = o.pid and command.watch(o.pid)
-  local c
-  if o.command then
-    local cmsg, status
-    c, cmsg, status = command.start(o.command)
-    if not c then
-      command.unwatch(w)
-      set:close()
-      return nil, cmsg, status
-    end
-  end
+  return targets, tinfo
+end
+
+-- perf's tool events of a pid (user_time, system_time: its own counts)
+-- -> the events, and tools(t, t0) giving them with duration_time
+local function pid_tools(o)
   local toolev = {}
   for _, t in ipairs { "user_time", "system_time" } do
     local ev = o.pid and perfev.open(t, { pid = o.pid })
     if ev then ev:enable() toolev[t] = ev end
   end
-  local function tools(t, t0)
+  return toolev, function(t, t0)
     local x = { duration_time = t - t0 }
     for k, ev in pairs(toolev) do
       local v = ev:read()
@@ -352,11 +359,13 @@ local function run_pid(o, res)
     end
     return x
   end
-  local t0 = now_ns()
-  set:enable()
-  if c then c:go() end
-  local deadline = o.duration and t0 + o.duration * 1e9
-  local function wait(ms)
+end
+
+-- wait(ms) for run_pid: true when the measurement is over (the duration
+-- ended, the command ended, the pid exited)
+local function pid_waiter(o, res, c, w, t0)
+  local deadline = o.duration_ms and t0 + o.duration_ms * 1e6
+  return function(ms)
     if deadline then
       local left = math.ceil((deadline - now_ns()) / 1e6)
       if left <= 0 then return true end
@@ -375,10 +384,40 @@ local function run_pid(o, res)
     if not w then return true end
     return command.wait_watch(w, ms)
   end
+end
+
+-- A pid (every thread of it), or every CPU (system_wide: an event per
+-- online CPU, as perf stat -a), until the process exits, the duration
+-- ends, the command given with it ends, or Ctrl-C.
+local function run_pid(o, res)
+  local targets, tinfo, terrno, tstatus = pid_targets(o)
+  if not targets then return nil, tinfo, terrno, tstatus end
+  local set, msg, errno, e = counters.open(o.entries, targets,
+                                            { inherit = o.inherit ~= false and not o.system_wide })
+  if not set then
+    if errno == ESRCH then return nil, ("no process with pid %d"):format(o.pid), ESRCH, 1 end
+    return nil, ("event '%s': %s"):format(e.name, msg), errno, 1
+  end
+  local w = o.pid and command.watch(o.pid)
+  local c
+  if o.command then
+    local cmsg, status
+    c, cmsg, status = command.start(o.command)
+    if not c then
+      command.unwatch(w)
+      set:close()
+      return nil, cmsg, nil, status
+    end
+  end
+  local toolev, tools = pid_tools(o)
+  local t0 = now_ns()
+  set:enable()
+  if c then c:go() end
   -- the aggregation's groups; with -I each interval has their counts too
   local groups = o.aggr and aggr.groups(o.aggr, tinfo) or nil
-  local run = groups and o.interval and { groups = groups, prev = {} } or nil
-  local ok, prev = pcall(wait_loop, o, set, res, t0, wait, function(t) return tools(t, t0) end, run)
+  local run = groups and o.interval_ms and { groups = groups, prev = {} } or nil
+  local ok, prev = pcall(wait_loop, o, set, res, t0, pid_waiter(o, res, c, w, t0),
+                         function(t) return tools(t, t0) end, run)
   if not ok then
     if not interrupted(prev) then
       set:close()
@@ -401,9 +440,9 @@ local function run_pid(o, res)
   for _, ev in pairs(toolev) do ev:close() end
   -- the last, partial interval; none when a duration ended on a tick
   local last = res.intervals[#res.intervals]
-  if o.interval and not res.interrupted and (t1 - t0) - (last and last.time or 0) >= 1e6 then
+  if o.interval_ms and not res.interrupted and (t1 - t0) - (last and last.time or 0) >= 1e6 then
     if run then run.tools = tl_end end
-    new_interval(o, set, res, prev, data, t1 - t0, o.interval * 1e6, run)
+    new_interval(o, set, res, prev, data, t1 - t0, o.interval_ms * 1e6, run)
   end
   return { set = set, data = data, wall = t1 - t0, groups = groups }
 end
@@ -423,27 +462,30 @@ local function label_of(o)
     end
     return o.command
   end
-  local info = debug.getinfo(o.run, "S")
+  local info = debug.getinfo(o.fn, "S")
   return ("function at %s:%d"):format(info.short_src, info.linedefined)
 end
 
--- stat(opts) -> result | nil, message, status. See doc/stat.md.
+-- stat(opts) -> result | nil, message, errno, status (errno: the kernel's
+-- refusal, nil when there was none; status: the exit status perf stat
+-- would give, 127 for a command that cannot be run). See doc/stat.md.
 function M.stat(opts)
   local o = check(opts)
   local res = { target = o.cpus_label and "cpus" or o.system_wide and "system" or o.pid and "pid"
                          or (o.command and "command" or "function"),
                 pid = o.pid, aggr = o.aggr, metrics = o.metrics,
-                label = label_of(o), runs = o["repeat"], intervals = {}, interval = o.interval }
+                label = label_of(o), runs = o["repeat"], intervals = {}, interval_ms = o.interval_ms,
+                interval = o.interval_ms }
   local runs, walls, last_set, group_runs, groups = {}, {}, nil, {}, nil
   local user, sys = 0, 0
   for r = 1, o["repeat"] do
-    local one, msg, status, errno
-    if o.pid or o.system_wide then one, msg, status, errno = run_pid(o, res)
-    elseif o.command then one, msg, status, errno = run_command(o, res)
-    else one, msg, status, errno = run_function(o, res) end
+    local one, msg, errno, status
+    if o.pid or o.system_wide then one, msg, errno, status = run_pid(o, res)
+    elseif o.command then one, msg, errno, status = run_command(o, res)
+    else one, msg, errno, status = run_function(o, res) end
     if not one then
       if last_set then last_set:close() end
-      return nil, msg, status, errno
+      return nil, msg, errno, status
     end
     if last_set then last_set:close() end
     last_set = one.set
@@ -470,7 +512,7 @@ function M.stat(opts)
   res.elapsed = wmean / 1e9
   res.elapsed_sd = n > 1 and math.sqrt(m2 / (n - 1) / n) / 1e9 or 0
   res.walltimes = walls
-  if n == 1 and o.pid == nil and not o.system_wide and o.interval == nil and user then
+  if n == 1 and o.pid == nil and not o.system_wide and o.interval_ms == nil and user then
     res.user, res.sys = user / 1e9, sys / 1e9
   end
   res.counters = build(o, last_set, runs, wmean)

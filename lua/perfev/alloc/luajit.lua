@@ -66,7 +66,7 @@ function Engine:start()
   })
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
-  local resume, wrap = self.c.wrappers(co.resume, co.wrap)
+  local resume, wrap = self.c:wrappers(co.resume, co.wrap)
   rawset(co, "resume", resume)
   rawset(co, "wrap", wrap)
   self.mine = { resume = resume, wrap = wrap }
@@ -85,7 +85,7 @@ function Engine:stop(r)
   for _, k in ipairs { "resume", "wrap" } do
     if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end
   end
-  local c = self.c.read()
+  local c = self.c:read()
   local stacks = {}
   for _, st in ipairs(c.stacks) do
     local ids = {}

@@ -41,7 +41,7 @@ M.MIN_SWITCH_PERIOD = 3
 M.NATIVE_PAGES = 8       -- ring data pages per thread with native = true
 
 local OPTIONS = {
-  pid = "positive", event = "spec", freq = "positive", period = "positive", duration = "number",
+  pid = "positive", event = "spec", freq = "positive", period = "positive", duration_ms = "number",
   native = "boolean", name = "string", reader = "table", on_sample = "function",
 }
 
@@ -164,7 +164,7 @@ end
 local Session = {}
 Session.__index = Session
 
-local CS = 3   -- PERF_COUNT_SW_CONTEXT_SWITCHES: each stop at a sample is one of its own
+local CS = core.SW.CONTEXT_SWITCHES   -- each stop at a sample is one of its own
 
 function Session:open_thread(tid)
   self.how.pid = tid
@@ -310,12 +310,15 @@ function M.symbolize(raw, pid)
   return raw
 end
 
+-- the name of the release before: every duration is in ms, and says so
+local RENAMED = { duration = { "duration_ms", convert = function(s) return s * 1000 end, note = " (in ms, not s)" } }
+
 local function check(opts)
-  opts = options.check(opts, OPTIONS, "perfev.attach")
+  opts = options.check(options.renamed(opts, RENAMED, "perfev.attach"), OPTIONS, "perfev.attach")
   if not opts.pid then raise("option 'pid' is required (the process to attach to)") end
   if opts.freq and opts.period then raise("give 'freq' or 'period', not both") end
-  if opts.duration and opts.duration <= 0 then
-    raise("option 'duration' must be a number of seconds above 0, got " .. tostring(opts.duration))
+  if opts.duration_ms and opts.duration_ms <= 0 then
+    raise("option 'duration_ms' must be a number of milliseconds above 0, got " .. tostring(opts.duration_ms))
   end
   if opts.pid == fs.own_pid() then
     raise(("option 'pid': %d is this process: perfev.profile profiles it"):format(opts.pid))
@@ -324,8 +327,9 @@ local function check(opts)
 end
 
 -- perfev.attach(opts) -> profiler | nil, message, errno
--- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration
--- (seconds; none: until the target exits or Ctrl-C), name, reader (a
+-- opts: pid, event ("cpu-clock"), freq (99 Hz) or period, duration_ms
+-- (none: until the target exits or Ctrl-C; 'duration' in seconds is its
+-- deprecated name), name, reader (a
 -- reader module to use instead of probing), on_sample (fn(tid, frames,
 -- why, kind) after each sample, kind "outside" or "dropped" when no
 -- frames; returning true ends the run). The profiler is stopped: p:write, p:format,
@@ -385,7 +389,7 @@ function M.attach(opts)
       if not good then return nil, omsg, oerr end
     end
     local t0, c0 = os.time(), core.clock_ns("monotonic")
-    local lok, ended, lmsg, lerr = pcall(self.loop, self, opts.duration)
+    local lok, ended, lmsg, lerr = pcall(self.loop, self, opts.duration_ms and opts.duration_ms / 1000)
     if lok and ended == "error" then return nil, lmsg, lerr end
     self.ended = lok and ended or (interrupt.is(ended) and "interrupted") or nil
     if not self.ended then error(ended, 0) end
@@ -412,4 +416,5 @@ function M.attach(opts)
   return p
 end
 
-return M
+-- perfev.attach is this module, called: perfev.attach(opts)
+return setmetatable(M, { __call = function(_, opts) return M.attach(opts) end })

@@ -88,7 +88,8 @@ local function attach(args, path, fmt)
     return err("-d must be a number of seconds above 0")
   end
   local ok, p, msg = pcall(require("perfev").attach, { pid = args.pid, event = args.event, freq = args.freq,
-                                                       period = args.count, duration = args.duration,
+                                                       period = args.count,
+                                                       duration_ms = args.duration and args.duration * 1000,
                                                        native = args.native })
   if not ok then
     if interrupt.is(p) then return interrupt.STATUS end   -- Ctrl-C before the first sample

@@ -75,14 +75,14 @@ function M.run(args)
   local fmt = { format = args.json_output and "json" or (args.field_separator and "csv" or "text"),
                 sep = args.field_separator }
   local opts = { events = #args.event > 0 and table.concat(args.event, ",") or nil,
-                 ["repeat"] = args["repeat"], interval = args.interval_print, pid = args.pid,
+                 ["repeat"] = args["repeat"], interval_ms = args.interval_print, pid = args.pid,
                  inherit = not args.no_inherit, system_wide = args.all_cpus or nil, cpus = args.cpu,
                  metrics = args.metrics }
   for _, m in ipairs { { "no_aggr", "none" }, { "per_socket", "socket" }, { "per_die", "die" },
                        { "per_core", "core" }, { "per_node", "node" }, { "per_thread", "thread" } } do
     if args[m[1]] then opts.aggr = m[2] end
   end
-  if opts.interval then
+  if opts.interval_ms then
     opts.on_interval = function(iv, res)
       out:write(stat.interval(res, iv, fmt))
       out:flush()
@@ -94,9 +94,9 @@ function M.run(args)
     for i = 2, #words do args2[#args2 + 1] = words[i] end
     local fn, msg = run.script_fn(words[1], args2, "perfev stat")
     if not fn then fail("%s", msg) return 127 end
-    opts.run = function() script_status = fn() end
+    opts.fn = function() script_status = fn() end
     opts.label = table.concat(words, " ")
-    opts.interval, opts.on_interval = nil, nil
+    opts.interval_ms, opts.on_interval = nil, nil
     if args.interval_print then fail("-I is for a command or -p PID, not a Lua script") return 129 end
   elseif #words > 0 then
     opts.command = words
@@ -114,7 +114,7 @@ function M.run(args)
     fail("-C: '%s' is not a CPU list (e.g. 0-3,5)", args.cpu)
     return 129
   end
-  local ok, res, msg, status = pcall(stat.stat, opts)
+  local ok, res, msg, _, status = pcall(stat.stat, opts)
   if not ok then
     local m = tostring(res)
     local bad_event = run.event_error(m)
@@ -133,7 +133,7 @@ function M.run(args)
   if res.how == "signal" then
     io.stderr:write(("%s: %s\n"):format(words[1], SIGNALS[res.code] or ("signal " .. res.code)))
   end
-  if not opts.interval then out:write(stat.format(res, fmt)) end
+  if not opts.interval_ms then out:write(stat.format(res, fmt)) end
   if out ~= io.stderr then out:close() end
   -- Ctrl-C ends -p PID normally (as perf stat -p); it interrupts a script
   if res.interrupted and res.target == "function" then return 130 end

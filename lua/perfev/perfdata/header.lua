@@ -12,7 +12,7 @@ local M = {}
 M.FILE_HEADER = 104   -- magic, size, attr_size, attrs, data, event_types, 256 feature bits
 M.OLD_HEADER = 72     -- the same without the feature bits (perf before 2.6.37)
 M.PIPE_HEADER = 16    -- magic and size
-local MIN_ATTR = 64   -- PERF_ATTR_SIZE_VER0
+local MIN_ATTR = core.ATTR_SIZE.VER0
 local FEATURE = core.PERFDATA.FEATURE
 local HOST_LITTLE = compat.pack("=I2", 1):byte() == 1
 

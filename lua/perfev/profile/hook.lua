@@ -28,8 +28,8 @@ local M = {}
 -- "sigtrap" (attr.sigtrap) queues a SIGTRAP as task work, sent on the way
 -- back to user space: after the fault is done, when the sleep is over.
 -- The clocks keep the real-time signal, which a debugger leaves alone.
-local TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_BREAKPOINT = 1, 2, 5
-local CLOCKS = { [0] = true, [1] = true }    -- cpu-clock, task-clock: periods in ns
+local TYPE_SOFTWARE, TYPE_TRACEPOINT, TYPE_BREAKPOINT = core.TYPE.SOFTWARE, core.TYPE.TRACEPOINT, core.TYPE.BREAKPOINT
+local CLOCKS = { [core.SW.CPU_CLOCK] = true, [core.SW.TASK_CLOCK] = true }    -- periods in ns
 local COOKIE = 0x70726f66                    -- attr.sig_data: "prof", tells our SIGTRAPs
 
 function M.signal_mode(a, want)
