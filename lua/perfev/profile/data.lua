@@ -8,14 +8,10 @@
 -- profile = {
 --   frames = { { name, source, line, linedefined, what, func } },   -- func: index in funcs
 --   funcs  = { { name, source, linedefined, what, label } },        -- one per function
-<<<<<<< HEAD
---   stacks = { { frames = { ids, root first }, weight, samples[, values] } },
+--   stacks = { { frames = { ids, root first }, weight, samples[, values][, tags] } },
 --            (values: a list of several figures per stack, summed as the
---            weight is: perfev.alloc's four, pprof's sample_types)
-=======
---   stacks = { { frames = { ids, root first }, weight, samples, tags } },   -- tags: pprof labels
---            ("key\2value\1key\2value", perfev.resty.tags) or nil
->>>>>>> fleet2
+--            weight is: perfev.alloc's four, pprof's sample_types; tags:
+--            pprof labels, "key\2value\1key\2value", perfev.resty.tags)
 --   weight, samples, lost, signals, hooks, outside, unattributed, truncated,
 --   event, unit ("nanoseconds" | "events"), freq, period, name, time, mode,
 --   cost, cpu (the profiler's cost and the thread's CPU time, ns), signal_cost,
@@ -193,12 +189,8 @@ local function cut(raw, frames, funcs, root)
         t.weight, t.samples = t.weight + s.weight, t.samples + s.samples
         for i, v in ipairs(s.values or {}) do t.values[i] = t.values[i] + v end
       else
-<<<<<<< HEAD
-        t = { frames = ids, weight = s.weight, samples = s.samples,
+        t = { frames = ids, weight = s.weight, samples = s.samples, tags = s.tags,
               values = s.values and { unpack(s.values) } }
-=======
-        t = { frames = ids, weight = s.weight, samples = s.samples, tags = s.tags }
->>>>>>> fleet2
         out[#out + 1] = t
         byids[k] = t
       end
