@@ -135,8 +135,8 @@ long prof_agg_frame(struct prof_agg *a, const struct prof_key *k)
   return (long)a->nframes++;
 }
 
-int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
-                   uint64_t samples)
+long prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
+                    uint64_t samples)
 {
   uint32_t h = fnv(2166136261u, ids, n * sizeof *ids);
   if (a->capstab) {
@@ -145,7 +145,7 @@ int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t
       if (s->hash == h && s->len == n && memcmp(a->ids + s->off, ids, n * sizeof *ids) == 0) {
         s->weight += weight;
         s->samples += samples;
-        return 0;
+        return (long)a->stab[j] - 1;
       }
     }
   }
@@ -155,7 +155,8 @@ int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t
   if (grow((void **)&a->stacks, &a->capstacks, a->nstacks + 1, sizeof *a->stacks) != 0 ||
       grow((void **)&a->ids, &a->capids, a->nids + n, sizeof *a->ids) != 0)
     return -1;
-  memcpy(a->ids + a->nids, ids, n * sizeof *ids);
+  if (n)
+    memcpy(a->ids + a->nids, ids, n * sizeof *ids);
   struct prof_stack *s = &a->stacks[a->nstacks];
   s->off = a->nids;
   s->len = n;
@@ -167,8 +168,7 @@ int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t
   while (a->stab[j])
     j = (j + 1) & (a->capstab - 1);
   a->stab[j] = (uint32_t)a->nstacks + 1;
-  a->nstacks++;
-  return 0;
+  return (long)a->nstacks++;
 }
 
 static void set_str(lua_State *L, const char *k, const char *v)
@@ -200,6 +200,11 @@ static const char *what_name(char w)
 void prof_agg_push(lua_State *L, const struct prof_agg *a)
 {
   lua_createtable(L, 0, 2);
+  prof_agg_push_fields(L, a);
+}
+
+void prof_agg_push_fields(lua_State *L, const struct prof_agg *a)
+{
   lua_createtable(L, (int)a->nframes, 0);
   for (size_t i = 0; i < a->nframes; i++) {
     const struct prof_frame *f = &a->frames[i];

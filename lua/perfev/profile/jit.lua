@@ -112,9 +112,12 @@ function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = { chain = {}, names = setmetatable({}, { __mode = "k" }),
               wrappers_of = setmetatable({}, { __mode = "k" }) }   -- our resume/wrap closures -> label
+  -- the samples in time order (c.timeline(n)), or nil
+  local tl
   -- c.reset(): no samples yet (start, and after each take)
   function c.reset()
     c.frames, c.byframe, c.stacks, c.bystack, c.bysig = {}, {}, {}, {}, {}
+    if tl then tl.map, tl.of = {}, {} end   -- the profile's frame ids and stacks start again
     c.truncates = {}
     c.samples, c.weight, c.unattributed, c.signals, c.hooks, c.lost, c.truncated = 0, 0, 0, 0, 0, 0, 0
   end
@@ -190,6 +193,7 @@ function M.collector(jp, weigh, opts)
       st.weight, st.samples = st.weight + w, st.samples + 1
       c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
       if c.truncates[st] then c.truncated = c.truncated + 1 end
+      if tl then tl_add(st, w) end
       return
     end
     local ids = {}
@@ -232,6 +236,78 @@ function M.collector(jp, weigh, opts)
     end
     st.weight, st.samples = st.weight + w, st.samples + 1
     c.weight, c.samples, c.hooks = c.weight + w, c.samples + 1, c.hooks + 1
+    if tl then tl_add(st, w) end
+  end
+
+  -- c.timeline(n): the latest n samples kept in time order, each its time
+  -- (core.clock_ns(): CLOCK_MONOTONIC, as csrc/profiler_timeline.c), weight
+  -- and stack, interned in tables of the timeline's own (c.reset() starts
+  -- the profile's frame ids again). The slots are made here: a sample
+  -- allocates only when its stack is new to the timeline. 0: none.
+  function c.timeline(n)
+    tl = nil
+    if n <= 0 then return end
+    tl = { cap = n, count = 0, frames = {}, byframe = {}, stacks = {}, bystack = {}, map = {}, of = {},
+           time = {}, weight = {}, samples = {}, stack = {}, now = opts.clock or require("perfev.core").clock_ns }
+    for i = 1, n do tl.time[i], tl.weight[i], tl.samples[i], tl.stack[i] = 0, 0, 0, 0 end
+  end
+  -- the timeline's id of the profile's stack st (root first frame ids)
+  local function tl_stack(st)
+    local id = tl.of[st]
+    if id then return id end
+    local ids = {}
+    for i = 1, #st do
+      local fid = st[i]
+      local mine = tl.map[fid]
+      if not mine then
+        local f = c.frames[fid]
+        local k = table.concat({ f.name or "", f.source, f.line, f.linedefined, f.what }, "\0")
+        mine = tl.byframe[k]
+        if not mine then
+          mine = #tl.frames + 1
+          tl.frames[mine] = f
+          tl.byframe[k] = mine
+        end
+        tl.map[fid] = mine
+      end
+      ids[i] = mine
+    end
+    local k = table.concat(ids, ",")
+    id = tl.bystack[k]
+    if not id then
+      id = #tl.stacks + 1
+      tl.stacks[id] = ids
+      tl.bystack[k] = id
+    end
+    tl.of[st] = id
+    return id
+  end
+  local function tl_add(st, w)
+    local slot = tl.count % tl.cap + 1
+    tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot] = tl.now(), w, 1, tl_stack(st)
+    tl.count = tl.count + 1
+  end
+  -- c.timeline_read() -> { frames, stacks, time, stack, weight, samples (lists,
+  -- oldest first), n, count, dropped, capacity } (what the hook engine's gives)
+  function c.timeline_read()
+    local out = { frames = {}, stacks = {}, time = {}, stack = {}, weight = {}, samples = {}, n = 0,
+                  count = 0, dropped = 0, capacity = 0 }
+    if not tl then return out end
+    for i, f in ipairs(tl.frames) do out.frames[i] = f end
+    for i, st in ipairs(tl.stacks) do
+      local t = { weight = 0, samples = 0 }
+      for j, id in ipairs(st) do t[j] = id end
+      out.stacks[i] = t
+    end
+    local n = math.min(tl.count, tl.cap)
+    local first = tl.count > tl.cap and tl.count % tl.cap or 0
+    for i = 1, n do
+      local slot = (first + i - 1) % tl.cap + 1
+      out.time[i], out.weight[i], out.samples[i], out.stack[i] =
+        tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot]
+    end
+    out.n, out.count, out.dropped, out.capacity = n, tl.count, tl.count - n, tl.cap
+    return out
   end
 
   -- What the event counts while a sample is recorded is the profiler's
@@ -397,6 +473,7 @@ function Engine:start()
     local w, _, lost = drain(ring, self.budget)
     return w, lost
   end, { main = core.profiler_thread() })
+  if self.timeline_n then self.c.timeline(self.timeline_n) end
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
   local resume, wrap = self.c.wrappers(co.resume, co.wrap)
@@ -442,6 +519,17 @@ function Engine:stop()
   for _, k in ipairs { "resume", "wrap" } do
     if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
   end
+end
+
+-- timeline(n), timeline_read(): as the hook engine's (the collector's; a
+-- start begins a new one)
+function Engine:timeline(n)
+  self.timeline_n = n
+  if self.c then self.c.timeline(n) end
+end
+function Engine:timeline_read()
+  if not self.c then return M.collector({}, function() return 0 end).timeline_read() end
+  return self.c.timeline_read()
 end
 
 -- the signal jit.profile's timer uses while running (for the specs)
