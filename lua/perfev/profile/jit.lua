@@ -112,8 +112,8 @@ function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = { chain = {}, names = setmetatable({}, { __mode = "k" }),
               wrappers_of = setmetatable({}, { __mode = "k" }) }   -- our resume/wrap closures -> label
-  -- the samples in time order (c.timeline(n)), or nil
-  local tl
+  -- the samples in time order (c.timeline(n)), or nil; tl_add(st, w) records one
+  local tl, tl_add
   -- c.reset(): no samples yet (start, and after each take)
   function c.reset()
     c.frames, c.byframe, c.stacks, c.bystack, c.bysig = {}, {}, {}, {}, {}
@@ -282,7 +282,8 @@ function M.collector(jp, weigh, opts)
     tl.of[st] = id
     return id
   end
-  local function tl_add(st, w)
+  function tl_add(st, w)
+    if tl.busy then return end   -- c.timeline_read() runs (a sample in it)
     local slot = tl.count % tl.cap + 1
     tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot] = tl.now(), w, 1, tl_stack(st)
     tl.count = tl.count + 1
@@ -293,6 +294,7 @@ function M.collector(jp, weigh, opts)
     local out = { frames = {}, stacks = {}, time = {}, stack = {}, weight = {}, samples = {}, n = 0,
                   count = 0, dropped = 0, capacity = 0 }
     if not tl then return out end
+    tl.busy = true
     for i, f in ipairs(tl.frames) do out.frames[i] = f end
     for i, st in ipairs(tl.stacks) do
       local t = { weight = 0, samples = 0 }
@@ -307,6 +309,7 @@ function M.collector(jp, weigh, opts)
         tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot]
     end
     out.n, out.count, out.dropped, out.capacity = n, tl.count, tl.count - n, tl.cap
+    tl.busy = false
     return out
   end
 

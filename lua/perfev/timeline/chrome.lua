@@ -4,7 +4,8 @@
 -- process and one thread (the game loop's):
 --   "M" metadata: process_name, thread_name
 --   "B"/"E" duration events: each frame ("frame N", cat "frame") and each
---     zone (cat "zone") nested in it, the counts of its events in args
+--     zone (cat "zone") nested in it, the counts of its events in the E
+--     event's args
 --     (perfev.timeline.nest: a zone carried over a mark is two slices)
 --   "C" counter events: each event's count per frame, at the frame's start
 --     (the clocks in milliseconds)
@@ -73,10 +74,13 @@ function M.encode(tl)
     local name = iv.frame and ("frame " .. iv.item.number) or iv.name
     local cat = iv.frame and "frame" or "zone"
     if e.kind == "O" then
-      local extra = iv.frame and { frame = iv.item.number } or { depth = iv.item.depth }
-      add { name = name, cat = cat, ph = "B", ts = us(tl, e.at), args = counts_args(tl, iv.item.counts, extra) }
+      add { name = name, cat = cat, ph = "B", ts = us(tl, e.at) }
     else
-      add { name = name, cat = cat, ph = "E", ts = us(tl, e.at) }
+      -- the counts on the E event: the format merges a pair's args (and
+      -- speedscope names a slice by its B event's name and args: one
+      -- name per zone, not one per call)
+      local extra = iv.frame and { frame = iv.item.number } or { depth = iv.item.depth }
+      add { name = name, cat = cat, ph = "E", ts = us(tl, e.at), args = counts_args(tl, iv.item.counts, extra) }
     end
   end
   for _, f in ipairs(tl.frames) do

@@ -27,13 +27,14 @@ end
 function M.events(tl)
   local out, stack = {}, {}
   local function emit(kind, it, at) out[#out + 1] = { kind = kind, at = at, iv = it } end
-  -- closes what finished by t, earliest first; what is open above one that
+  -- closes what finished by t (before t: `before`), earliest first; what is open above one that
   -- closes is closed with it and opened again (it finishes later)
-  local function close_until(t)
+  local function close_until(t, before)
     while true do
       local k
       for i = 1, #stack do
-        if stack[i].finish <= t and (k == nil or stack[i].finish < stack[k].finish) then k = i end
+        local f = stack[i].finish
+        if (f < t or (f == t and not before)) and (k == nil or stack[i].finish < stack[k].finish) then k = i end
       end
       if not k then return end
       local at, above = stack[k].finish, {}
@@ -53,21 +54,34 @@ function M.events(tl)
     end
   end
   for _, it in ipairs(intervals(tl)) do
-    close_until(it.start)
-    -- open ones at this level or deeper (zones carried over a mark, when a
-    -- frame starts) are cut here and opened again inside it
+    -- what finished before it starts
+    close_until(it.start, true)
+    -- what is open at its level or deeper (zones carried over a mark, when
+    -- a frame starts), or above what ends as it starts, is closed here;
+    -- what goes on is opened again, around it or inside it
     local again = {}
-    while #stack > 0 and stack[#stack].level >= it.level do
+    while #stack > 0 do
+      local ends = false
+      for i = 1, #stack do ends = ends or stack[i].finish <= it.start end
       local top = stack[#stack]
+      if top.level < it.level and not ends then break end
       emit("C", top, it.start)
       stack[#stack] = nil
-      if top.level > it.level and top.finish > it.start then table.insert(again, 1, top) end
+      if top.level ~= it.level and top.finish > it.start then table.insert(again, 1, top) end
+    end
+    for _, a in ipairs(again) do
+      if a.level < it.level then
+        emit("O", a, it.start)
+        stack[#stack + 1] = a
+      end
     end
     emit("O", it, it.start)
     stack[#stack + 1] = it
     for _, a in ipairs(again) do
-      emit("O", a, it.start)
-      stack[#stack + 1] = a
+      if a.level > it.level then
+        emit("O", a, it.start)
+        stack[#stack + 1] = a
+      end
     end
   end
   close_until(math.huge)
