@@ -117,7 +117,8 @@ for _, k in ipairs { "mark", "mark_off", "zone_on", "zone_off" } do
 end
 on:close()
 off:close()
-print(("  zones timeline against zones on: ratio %.3f"):format(best(per_frame.zones_timeline) / best(per_frame.zones_on)))
+print(("  zones timeline against zones on: ratio %.3f")
+      :format(best(per_frame.zones_timeline) / best(per_frame.zones_on)))
 tlon:close()
 
 -- profile = true: the frame's samples taken at every mark (the profiler's

@@ -277,6 +277,45 @@ describe("the timeline", function()
     assert.equal(2 * 16100 - 1000, tl.dropped.zones)
   end)
 
+  it("the recipe in doc/games.md runs as written from a make install prefix", function()
+    local doc = assert(shell.read_file("doc/games.md"))
+    local section = assert(doc:match("\n### From an installed perfev\n(.-)\n## "), "no recipe section")
+    local sh = assert(section:match("```sh\n(.-)```"))
+    local lua = assert(section:match("```lua\n(.-)```"))
+    -- this run's Lua and prefix in place of the doc's lua5.4 and /tmp/perfev
+    local C = require "perfev.compat"
+    local ver = C.luajit and "5.1" or _VERSION:match("%d+%.%d+")
+    local exe = C.luajit and "luajit" or ("lua" .. ver)
+    local tmp = shell.tmpdir()
+    local prefix = tmp .. "/prefix"
+    local f = assert(io.open(tmp .. "/loop.lua", "w"))
+    f:write(lua)
+    f:close()
+    local cmds = {}
+    for line in sh:gmatch("[^\n]+") do
+      line = line:gsub("%s+#.*$", ""):gsub("/tmp/perfev", prefix):gsub("/5%.4/", "/" .. ver .. "/"):gsub("^lua5%.4 ", exe .. " ")
+      if line:match("^make install") then
+        -- in the checkout, then the rest where loop.lua is
+        line = line .. " " .. (os.getenv("PERFEV_MAKE_ARGS") or ("LUA=" .. exe)) .. " >/dev/null\ncd " .. tmp
+      end
+      cmds[#cmds + 1] = line
+    end
+    -- one shell: the exports carry on to the run
+    -- (the status echoed: LuaJIT's popen:close() does not give it)
+    local out = shell.sh("env -u LUA_PATH -u LUA_CPATH sh -ec " .. shell.quote(table.concat(cmds, "\n"))
+                         .. " 2>&1; echo \"exit=$?\"")
+    local ok = out:match("exit=0%s*$") ~= nil
+    local trace = shell.read_file(tmp .. "/loop.trace.json")
+    local ss = shell.read_file(tmp .. "/loop.speedscope.json")
+    shell.rmdir(tmp)
+    assert(ok, out)
+    assert.matches("perfev.frames: 120 frames", out)
+    assert.matches("timeline: 120 frames, 244 zone calls, %d+ samples", out)
+    assert.truthy(trace and ss, out)
+    check_trace_event(cjson.decode(trace))
+    check_evented(cjson.decode(ss))
+  end)
+
   describe("files", function()
     local tl, fr_stats
     setup(function()

@@ -117,7 +117,9 @@ function M.new(opts)
     local popts = {}
     for k, v in pairs(type(opts.profile) == "table" and opts.profile or {}) do popts[k] = v end
     -- the samples in time order beside the frames' (as many as zone calls, unless said)
-    if tl_n and popts.timeline == nil then popts.timeline = math.max(tl_n, require("perfev.profile").DEFAULT_TIMELINE) end
+    if tl_n and popts.timeline == nil then
+      popts.timeline = math.max(tl_n, require("perfev.profile").DEFAULT_TIMELINE)
+    end
     -- a mistake in the profile's options (raised) or a refusal: the group closed
     local pok, p, pmsg, perrno = pcall(require("perfev.profile").profile, popts)
     if not pok then g:close() error(p, 0) end
@@ -361,19 +363,18 @@ function Zone:finish()
   local acc, own = self.acc, self.own
   local parent = d > 1 and fr.child[d - 1]
   -- the timeline's slot for this call (the oldest one's when full)
-  local tl, slot, tcounts = fr.tl, nil, nil
+  local tl, slot = fr.tl, nil
   if tl then
     slot = tl.count % tl.cap + 1
     tl.count = tl.count + 1
     tl.zone[slot], tl.depth[slot], tl.start[slot], tl.finish[slot] = self.index, d, tl.begin[d], tl.now()
-    tcounts = tl.counts
   end
   for i = 1, fr.n do
     local delta = (now[i] or 0) - (b[i] or 0)
     acc[i] = acc[i] + delta
     own[i] = own[i] + delta - child[i]
     if parent then parent[i] = parent[i] + delta end
-    if slot then tcounts[i][slot] = delta end
+    if slot then tl.counts[i][slot] = delta end
   end
   self.calls = self.calls + 1
   fr.stack[d] = nil
