@@ -293,7 +293,8 @@ describe("the timeline", function()
     f:close()
     local cmds = {}
     for line in sh:gmatch("[^\n]+") do
-      line = line:gsub("%s+#.*$", ""):gsub("/tmp/perfev", prefix):gsub("/5%.4/", "/" .. ver .. "/"):gsub("^lua5%.4 ", exe .. " ")
+      line = line:gsub("%s+#.*$", ""):gsub("/tmp/perfev", prefix)
+      line = line:gsub("/5%.4/", "/" .. ver .. "/"):gsub("^lua5%.4 ", exe .. " ")
       if line:match("^make install") then
         -- in the checkout, then the rest where loop.lua is
         line = line .. " " .. (os.getenv("PERFEV_MAKE_ARGS") or ("LUA=" .. exe)) .. " >/dev/null\ncd " .. tmp
