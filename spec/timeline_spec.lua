@@ -195,6 +195,26 @@ describe("the timeline", function()
     assert.has_error(function() perfev.profile { timeline = 0 } end)
   end)
 
+  it("native = true: each sample with its callchain under the Lua stack", function()
+    if rawget(_G, "jit") then pending("native = true needs the hook engine (LuaJIT's jit engine has no callchain)") return end
+    local p = assert(perfev.profile { event = "cpu-clock", freq = 999, native = true, timeline = true })
+    p:run(function() first_phase(50) end)
+    local tl = p:timeline()
+    local prof = p:profile()
+    p:close()
+    assert.is_true(#tl.samples >= 10, #tl.samples .. " samples")
+    local w, deeper = 0, 0
+    for _, s in ipairs(tl.samples) do
+      w = w + s.weight
+      -- first_phase's Lua frame, then native frames under it
+      for k, l in ipairs(s.stack) do
+        if l:find("first_phase", 1, true) == 1 and k < #s.stack then deeper = deeper + 1 break end
+      end
+    end
+    assert.equal(prof.weight, w)
+    assert.is_true(deeper > 0, "no native frame under first_phase")
+  end)
+
   it("perfev.frames: frames, zones and their counts, as the statistics give them", function()
     local fr = assert(perfev.frames { events = { "task-clock", "page-faults" }, timeline = true, worst = 2 })
     game(fr, 20)

@@ -247,18 +247,28 @@ function Profiler:build_opts()
            attr_type = self.engine.attr_type, attr_config = self.engine.attr_config }
 end
 
+-- p:timeline_samples() -> the samples kept in time order, named as the
+-- profile names them ({ time, weight, stack = { labels, root first } }),
+-- and how many fell out of the ring (perfev.timeline.samples)
+function Profiler:timeline_samples()
+  if not self.timeline_n then fail("no timeline: give perfev.profile the option 'timeline'") end
+  local raw = self.engine:timeline_read()
+  if self.native then
+    -- the samples' stacks renumbered as the stacks that became equal merged
+    raw = require("perfev.profile.native").symbolize(raw)
+    for k = 1, raw.n do raw.stack[k] = raw.into[raw.stack[k]] end
+  end
+  return require("perfev.timeline").samples(raw, self:build_opts()), raw.dropped
+end
+
 -- p:timeline() -> the samples in time order as a perfev.timeline (its
 -- :write(path) writes Trace Event JSON or speedscope's evented profile):
 -- the latest ones (option timeline), each its time, weight and stack.
 function Profiler:timeline()
-  if not self.timeline_n then fail("no timeline: give perfev.profile the option 'timeline'") end
-  local raw = self.engine:timeline_read()
-  if self.native then raw = require("perfev.profile.native").symbolize(raw) end
-  local timeline = require "perfev.timeline"
-  return timeline.new { name = self.name or ("perfev profile (%s)"):format(self.event_name),
-                        event = self.event_name, unit = self.unit,
-                        samples = timeline.samples(raw, self:build_opts()),
-                        dropped = { samples = raw.dropped, zones = 0 } }
+  local samples, dropped = self:timeline_samples()
+  return require("perfev.timeline").new { name = self.name or ("perfev profile (%s)"):format(self.event_name),
+                                          event = self.event_name, unit = self.unit, samples = samples,
+                                          dropped = { samples = dropped, zones = 0 } }
 end
 
 -- p:write(path[, format]) -> true | nil, message, errno. The format from

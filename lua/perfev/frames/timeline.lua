@@ -65,10 +65,7 @@ function M.build(fr)
     return a.depth < b.depth
   end)
   local samples, dropped, p = {}, 0, fr.profiler
-  if p and p.timeline_n then
-    local raw = p.engine:timeline_read()
-    samples, dropped = timeline.samples(raw, p:build_opts()), raw.dropped
-  end
+  if p and p.timeline_n then samples, dropped = p:timeline_samples() end
   return timeline.new { name = fr.name or "perfev.frames", event = p and p.event_name, unit = p and p.unit,
                         counters = counters, frames = frames, zones = zones, samples = samples,
                         dropped = { samples = dropped, zones = rec.count - n } }
