@@ -123,29 +123,28 @@ tlon:close()
 
 -- profile = true: the frame's samples taken at every mark (the profiler's
 -- own sampling cost included), against the same frames without a profile
--- (one profiler per thread: each profiled object is made for its round,
--- outside the time, and closed after it)
+-- (one profiler per thread: one profiled object, its profiler's timeline
+-- switched off and on between the loops, outside the time)
+local pf = assert(perfev.frames { profile = true })
 local plain = assert(perfev.frames {})
-local kept = 0
-local function profiled(opts)
+local TIMELINE = require("perfev.profile").DEFAULT_TIMELINE
+local function profiled(keep)
   return function(n)
-    local fr = assert(perfev.frames(opts))
+    pf.profiler.engine:timeline(keep)      -- the ring made (or dropped) here, not timed
     local t0 = clock()
-    for _ = 1, n do plain_frame() fr:mark() end
-    local t = clock() - t0
-    if opts.timeline then kept = #fr:timeline().samples end
-    fr:close()
-    return t
+    for _ = 1, n do plain_frame() pf:mark() end
+    return clock() - t0
   end
 end
+pf.profiler.timeline_n = TIMELINE
 local pl = {
   without = function(n)
     local t0 = clock()
     for _ = 1, n do plain_frame() plain:mark() end
     return clock() - t0
   end,
-  profile = profiled { profile = true },
-  timeline = profiled { profile = true, timeline = true },
+  profile = profiled(0),
+  timeline = profiled(TIMELINE),
 }
 local PORDER = { "without", "profile", "timeline" }
 local pt = { without = {}, profile = {}, timeline = {} }
@@ -157,6 +156,7 @@ local w, p, pw = best(pt.without), best(pt.profile), best(pt.timeline)
 print(("  profile = true: %.2f us/frame against %.2f (ratio %.3f to mark alone, %.3f to base)")
       :format(p / 1e3, w / 1e3, p / w, p / base))
 print(("  profile + timeline: %.2f us/frame (ratio %.3f to profile = true alone, %.3f to base; %d samples kept)")
-      :format(pw / 1e3, pw / p, pw / base, kept))
+      :format(pw / 1e3, pw / p, pw / base, #pf.profiler:timeline().samples))
+pf:close()
 plain:close()
 for _, msg in ipairs(warnings) do print("  note: " .. msg) end
