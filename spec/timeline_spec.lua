@@ -196,7 +196,10 @@ describe("the timeline", function()
   end)
 
   it("native = true: each sample with its callchain under the Lua stack", function()
-    if rawget(_G, "jit") then pending("native = true needs the hook engine (LuaJIT's jit engine has no callchain)") return end
+    if rawget(_G, "jit") then
+      pending("native = true needs the hook engine (LuaJIT's jit engine has no callchain)")
+      return
+    end
     local p = assert(perfev.profile { event = "cpu-clock", freq = 999, native = true, timeline = true })
     p:run(function() first_phase(50) end)
     local tl = p:timeline()
