@@ -6,8 +6,13 @@
 --   mark       + fr:mark() once a frame
 --   zones on   + ZONES zones a frame (begin/finish, half of them nested)
 --   zones off  the same code, the frames object disabled (fr:disable())
+--   zones timeline  the zones and the mark with timeline = true (each
+--              frame's and zone call's times kept: a clock read more a
+--              begin, a finish and a mark)
 --   profile    + fr:mark() with profile = true (cpu-clock at 999 Hz, the
 --              frame's samples taken every mark)
+--   profile + timeline  the same with timeline = true (each sample also
+--              kept in time order), against profile = true alone
 -- and per operation: a mark, a zone (begin + finish) on and off, against
 -- an empty loop. Absolute times vary from machine to machine; the ratios
 -- at a given frame length are the claim.
@@ -38,6 +43,7 @@ end
 
 local on = assert(perfev.frames {})
 local off = assert(perfev.frames { enabled = false })
+local tlon = assert(perfev.frames { timeline = true })
 
 -- one frame: the work in ZONES pieces, each in a zone, every other one
 -- inside the zone before it (depth 2)
@@ -61,8 +67,9 @@ local loops = {
   mark = function(n) for _ = 1, n do plain_frame() on:mark() end end,
   zones_on = function(n) for _ = 1, n do zoned_frame(on) on:mark() end end,
   zones_off = function(n) for _ = 1, n do zoned_frame(off) off:mark() end end,
+  zones_timeline = function(n) for _ = 1, n do zoned_frame(tlon) tlon:mark() end end,
 }
-local ORDER = { "base", "mark", "zones_on", "zones_off" }
+local ORDER = { "base", "mark", "zones_on", "zones_off", "zones_timeline" }
 
 local function time(loop, n)
   local t0 = clock()
@@ -110,23 +117,46 @@ for _, k in ipairs { "mark", "mark_off", "zone_on", "zone_off" } do
 end
 on:close()
 off:close()
+print(("  zones timeline against zones on: ratio %.3f")
+      :format(best(per_frame.zones_timeline) / best(per_frame.zones_on)))
+tlon:close()
 
 -- profile = true: the frame's samples taken at every mark (the profiler's
 -- own sampling cost included), against the same frames without a profile
+-- (one profiler per thread: one profiled object, its profiler's timeline
+-- switched off and on between the loops, outside the time)
 local pf = assert(perfev.frames { profile = true })
 local plain = assert(perfev.frames {})
-local pl = {
-  without = function(n) for _ = 1, n do plain_frame() plain:mark() end end,
-  profile = function(n) for _ = 1, n do plain_frame() pf:mark() end end,
-}
-local pt = { without = {}, profile = {} }
-for _, k in ipairs { "without", "profile" } do time(pl[k], FRAMES / 10) end
-for r = 1, ROUNDS do
-  for _, k in ipairs { "without", "profile" } do pt[k][r] = time(pl[k], FRAMES) end
+local TIMELINE = require("perfev.profile").DEFAULT_TIMELINE
+local function profiled(keep)
+  return function(n)
+    pf.profiler.engine:timeline(keep)      -- the ring made (or dropped) here, not timed
+    local t0 = clock()
+    for _ = 1, n do plain_frame() pf:mark() end
+    return clock() - t0
+  end
 end
-local w, p = best(pt.without), best(pt.profile)
+pf.profiler.timeline_n = TIMELINE
+local pl = {
+  without = function(n)
+    local t0 = clock()
+    for _ = 1, n do plain_frame() plain:mark() end
+    return clock() - t0
+  end,
+  profile = profiled(0),
+  timeline = profiled(TIMELINE),
+}
+local PORDER = { "without", "profile", "timeline" }
+local pt = { without = {}, profile = {}, timeline = {} }
+for _, k in ipairs(PORDER) do pl[k](FRAMES / 10) end
+for r = 1, ROUNDS do
+  for _, k in ipairs(PORDER) do pt[k][r] = pl[k](FRAMES) / FRAMES end
+end
+local w, p, pw = best(pt.without), best(pt.profile), best(pt.timeline)
 print(("  profile = true: %.2f us/frame against %.2f (ratio %.3f to mark alone, %.3f to base)")
       :format(p / 1e3, w / 1e3, p / w, p / base))
+print(("  profile + timeline: %.2f us/frame (ratio %.3f to profile = true alone, %.3f to base; %d samples kept)")
+      :format(pw / 1e3, pw / p, pw / base, #pf.profiler:timeline().samples))
 pf:close()
 plain:close()
 for _, msg in ipairs(warnings) do print("  note: " .. msg) end

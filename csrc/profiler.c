@@ -65,6 +65,7 @@ struct profiler {
   uint64_t signals, hooks, samples, lost, weight, unattributed, truncated;
   struct prof_agg agg;
   struct prof_agg taken;               /* what the last p:take() returned (swapped out) */
+  struct prof_timeline timeline;      /* the samples in time order (p:timeline(n)) */
   struct prof_budget budget;          /* the bound on the profiler's own cost */
   volatile sig_atomic_t in_hook;      /* the hook charges the budget: the handler leaves it */
   _Atomic uint64_t arm_ns;            /* the handler's arming, CPU ns not charged yet */
@@ -380,14 +381,27 @@ static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
   return n;
 }
 
+/* Now on CLOCK_MONOTONIC, ns: a sample's time in the timeline (the
+ * clock of core.clock_ns(), which perfev.frames marks frames with). */
+static uint64_t now_ns(void)
+{
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint64_t nsamples)
 {
   uint32_t ids[MAX_FRAMES];
   int n = lua_stack(p, L, from, ids);
-  if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) != 0)
+  if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) < 0) {
     p->oom = 1;
-  else
-    p->weight += w;
+    return;
+  }
+  p->weight += w;
+  if (p->timeline.cap)
+    prof_timeline_add(&p->timeline, &p->agg, ids, (uint32_t)n, now_ns(), w, nsamples);
 }
 
 /* ---- native = true: each sample's callchain under the Lua stack ---- */
@@ -435,6 +449,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
     return;
   uint32_t ids[MAX_FRAMES + MAX_NATIVE];
   int base = -2;                        /* the Lua stack: read at the first sample */
+  uint64_t when = p->timeline.cap ? now_ns() : 0;
   uint64_t head = perfev_ring_head(p->ring), tail = pg->data_tail;
   while (tail + sizeof(struct perf_event_header) <= head) {
     struct perf_event_header h;
@@ -448,10 +463,12 @@ static void record_native(struct profiler *p, lua_State *L, int from)
       if (base == -2)
         base = lua_stack(p, L, from, ids);
       int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
-      if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, v, 1) != 0) {
+      if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, v, 1) < 0) {
         p->oom = 1;
         break;
       }
+      if (p->timeline.cap)
+        prof_timeline_add(&p->timeline, &p->agg, ids, (uint32_t)n, when, v, 1);
       p->weight += v;
       p->samples++;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
@@ -726,6 +743,7 @@ static void swap_out(struct profiler *p, struct prof_agg *out)
 {
   *out = p->agg;
   memset(&p->agg, 0, sizeof p->agg);
+  prof_timeline_forget(&p->timeline);     /* the profile's frame ids start again */
   p->signals = p->hooks = p->samples = p->lost = p->weight = p->unattributed = p->truncated = 0;
   p->arm_cost = 0;
   /* the budget's count of the signals it charged restarts with p->signals:
@@ -780,6 +798,28 @@ static int l_discard(lua_State *L)
   return 1;
 }
 
+/* p:timeline(n) -> p: the latest n samples are kept in time order, each
+ * with its time, weight and stack (0: none; what was kept is dropped). */
+static int l_timeline(lua_State *L)
+{
+  struct profiler *p = check_profiler(L);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(uint64_t))
+    return luaL_argerror(L, 2, "a number of samples, 0 or more");
+  if (prof_timeline_init(&p->timeline, (size_t)n) != 0)
+    return luaL_error(L, "perfev.profile: out of memory for a timeline of %d samples", (int)n);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* p:timeline_read() -> { frames, stacks, time, stack, weight, samples, n,
+ * count, dropped, capacity, oom } (see profiler_timeline.c) */
+static int l_timeline_read(lua_State *L)
+{
+  prof_timeline_push(L, &check_profiler(L)->timeline);
+  return 1;
+}
+
 static int l_running(lua_State *L)
 {
   lua_pushboolean(L, check_profiler(L)->running);
@@ -794,6 +834,7 @@ static int l_gc(lua_State *L)
   stop(L, p);
   prof_agg_free(&p->agg);
   prof_agg_free(&p->taken);
+  prof_timeline_free(&p->timeline);
   luaL_unref(L, LUA_REGISTRYINDEX, p->names);
   p->names = LUA_NOREF;
   if (p->fd >= 0) {
@@ -997,7 +1038,7 @@ int perfev_profiler_open_lib(lua_State *L)
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
   static const luaL_Reg methods[] = {
     { "start", l_start }, { "stop", l_stop }, { "read", l_read }, { "reset", l_reset }, { "take", l_take },
-    { "discard", l_discard },
+    { "discard", l_discard }, { "timeline", l_timeline }, { "timeline_read", l_timeline_read },
     { "running", l_running }, { "close", l_gc },
     { "wrappers", l_wrappers }, { NULL, NULL }
   };

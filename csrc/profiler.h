@@ -55,15 +55,49 @@ struct prof_key {
 
 /* Interns a frame; returns its id, or -1 when out of memory. */
 long prof_agg_frame(struct prof_agg *a, const struct prof_key *k);
-/* Adds weight and one sample to the stack ids[0..n) (root first); returns
- * 0, or -1 when out of memory. */
-int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
-                   uint64_t samples);
+/* Adds weight and samples to the stack ids[0..n) (root first); returns
+ * the stack's id (an index into a->stacks), or -1 when out of memory. */
+long prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
+                    uint64_t samples);
 /* Interns the stack ids[0..n) (root first), weight 0 when new; returns
  * its id (an index into a->stacks), or -1 when out of memory. */
 long prof_agg_stack_id(struct prof_agg *a, const uint32_t *ids, uint32_t n);
 /* Pushes { frames = {...}, stacks = {...} } (see profiler.c's p:read()). */
 void prof_agg_push(lua_State *L, const struct prof_agg *a);
+/* Sets frames and stacks in the table on top of L. */
+void prof_agg_push_fields(lua_State *L, const struct prof_agg *a);
+
+/* The samples in time order (p:timeline(n), profiler_timeline.c): the
+ * latest n, each with the time the hook recorded it (CLOCK_MONOTONIC, ns),
+ * its weight and its stack, interned in an aggregation of the timeline's
+ * own, which p:take() and p:reset() leave alone (map: the profile's frame
+ * ids, which they start again, to the timeline's). */
+struct prof_timeline {
+  struct prof_agg agg;
+  uint32_t *map;        /* the profile's frame id -> the timeline's + 1, 0 unknown */
+  size_t capmap;
+  uint64_t *time, *weight, *samples;
+  uint32_t *stack;
+  size_t cap;           /* samples kept at most (0: no timeline) */
+  uint64_t count;       /* samples recorded: the latest cap of them are kept */
+  int oom;
+  int busy;             /* being read out: a hook meanwhile (a finalizer's) records none */
+};
+
+/* The most frames of a sample's stack (the hook's MAX_FRAMES + MAX_NATIVE) */
+#define PROF_TIMELINE_FRAMES 1024
+
+/* Allocates a timeline of cap samples (0: none); 0 or -1 (out of memory). */
+int prof_timeline_init(struct prof_timeline *t, size_t cap);
+/* The profile's frame ids start again (its aggregation was swapped out). */
+void prof_timeline_forget(struct prof_timeline *t);
+/* Records a sample of the stack from->ids[0..n) at time ns. */
+void prof_timeline_add(struct prof_timeline *t, const struct prof_agg *from, const uint32_t *ids,
+                       uint32_t n, uint64_t time, uint64_t weight, uint64_t samples);
+/* Pushes { frames, stacks, time = {...}, stack = {...}, weight = {...},
+ * samples = {...}, n, count, dropped } (the samples oldest first). */
+void prof_timeline_push(lua_State *L, struct prof_timeline *t);
+void prof_timeline_free(struct prof_timeline *t);
 /* Frees everything, leaves an empty aggregation. */
 void prof_agg_free(struct prof_agg *a);
 

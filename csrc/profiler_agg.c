@@ -151,7 +151,8 @@ long prof_agg_stack_id(struct prof_agg *a, const uint32_t *ids, uint32_t n)
   if (grow((void **)&a->stacks, &a->capstacks, a->nstacks + 1, sizeof *a->stacks) != 0 ||
       grow((void **)&a->ids, &a->capids, a->nids + n, sizeof *a->ids) != 0)
     return -1;
-  memcpy(a->ids + a->nids, ids, n * sizeof *ids);
+  if (n)
+    memcpy(a->ids + a->nids, ids, n * sizeof *ids);
   struct prof_stack *s = &a->stacks[a->nstacks];
   s->off = a->nids;
   s->len = n;
@@ -166,15 +167,15 @@ long prof_agg_stack_id(struct prof_agg *a, const uint32_t *ids, uint32_t n)
   return (long)a->nstacks++;
 }
 
-int prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
-                   uint64_t samples)
+long prof_agg_stack(struct prof_agg *a, const uint32_t *ids, uint32_t n, uint64_t weight,
+                    uint64_t samples)
 {
   long id = prof_agg_stack_id(a, ids, n);
   if (id < 0)
     return -1;
   a->stacks[id].weight += weight;
   a->stacks[id].samples += samples;
-  return 0;
+  return id;
 }
 
 static void set_str(lua_State *L, const char *k, const char *v)
@@ -206,6 +207,11 @@ static const char *what_name(char w)
 void prof_agg_push(lua_State *L, const struct prof_agg *a)
 {
   lua_createtable(L, 0, 2);
+  prof_agg_push_fields(L, a);
+}
+
+void prof_agg_push_fields(lua_State *L, const struct prof_agg *a)
+{
   lua_createtable(L, (int)a->nframes, 0);
   for (size_t i = 0; i < a->nframes; i++) {
     const struct prof_frame *f = &a->frames[i];

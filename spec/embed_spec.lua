@@ -145,6 +145,37 @@ describe("examples/embed: a game-loop host linking perfev statically", function(
     assert.are.equal(f.fds_before, f.fds_after, out)
   end)
 
+  it("writes the timeline: the host's zone (from C) and the script's, each frame's counts", function()
+    local cjson = require "cjson"
+    local dir = shell.tmpdir()
+    local out, status = run(("%s build/embed/host examples/embed/game.lua 40 %s/game.trace.json "
+                             .. "%s/game.speedscope.json"):format(LPATH, dir, dir))
+    local trace = shell.read_file(dir .. "/game.trace.json")
+    local ss = shell.read_file(dir .. "/game.speedscope.json")
+    shell.rmdir(dir)
+    assert.are.equal(0, status, out)
+    assert.truthy(trace, out)
+    local doc = cjson.decode(trace)
+    local calls, faults, frames = {}, {}, 0
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == "E" and e.cat == "zone" then
+        calls[e.name] = (calls[e.name] or 0) + 1
+        faults[e.name] = (faults[e.name] or 0) + e.args["page-faults"]
+      end
+      if e.ph == "E" and e.cat == "frame" then frames = frames + 1 end
+    end
+    -- 40 frames, each with the host's zone (marked from C) and the script's two
+    assert.are.equal(40, frames)
+    assert.same({ world = 40, think = 40, animate = 40 }, calls)
+    -- the world update touches FRAME_PAGES fresh pages each frame
+    assert.is_true(faults.world >= 40 * FRAME_PAGES, faults.world)
+    local sdoc = cjson.decode(ss)
+    local names = {}
+    for _, f in ipairs(sdoc.shared.frames) do names[f.name] = true end
+    assert.same({ frame = true, world = true, think = true, animate = true }, names)
+    assert.are.equal(2, select(2, out:gsub("timeline=", "")))
+  end)
+
   it("exports Lua's API from the host (-Wl,-E) so that shared C modules load beside the static core", function()
     local cjson_dir = C.luajit and "5.1" or _VERSION:match("%d+%.%d+")
     if not shell.exists("/usr/lib/x86_64-linux-gnu/lua/" .. cjson_dir .. "/cjson.so") then

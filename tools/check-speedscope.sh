@@ -1,12 +1,16 @@
 #!/bin/sh
-# tools/check-speedscope.sh PROFILE [SCREENSHOT.png]
+# tools/check-speedscope.sh PROFILE [SCREENSHOT.png [NAMES]]
 #
 # Opens PROFILE (speedscope JSON, or folded stacks) in the real speedscope
 # app (the npm package `speedscope`, installed into build/tools/speedscope
 # when missing) in headless Chromium over http://127.0.0.1, as
 # index.html#profileURL=..., and checks that speedscope imported it (the
 # page title becomes the profile's name) and drew it (the screenshot has
-# many colours, not a blank or error page).
+# many colours, not a blank or error page). NAMES (comma-separated): names
+# that speedscope must show, each in a row of its sandwich view's table
+# (alone, or followed by a Trace Event's args)
+# (a page of the DOM, unlike the flame chart's canvas), for the profile it
+# opens on.
 #
 # Exit: 0 checked, 1 failed, 77 cannot check here (no chromium or npm, or
 # npm cannot fetch the package): the reason on stderr.
@@ -17,6 +21,7 @@ SS_DIR=${SPEEDSCOPE_DIR:-$ROOT/build/tools/speedscope}
 SS_VERSION=${SPEEDSCOPE_VERSION:-1.20.0}
 profile=${1:?usage: check-speedscope.sh PROFILE [SCREENSHOT.png]}
 shot=${2:-}
+names=${3:-}
 
 skip() { echo "check-speedscope: cannot check here: $*" >&2; exit 77; }
 fail() { echo "check-speedscope: FAILED: $*" >&2; exit 1; }
@@ -61,4 +66,17 @@ set -- $("$LUA" "$ROOT/tools/png-stats.lua" "$tmp/shot.png")
 colours=${3:-0}
 [ "$colours" -ge 20 ] || fail "the screenshot is blank ($colours colours)"
 [ -n "$shot" ] && cp "$tmp/shot.png" "$shot"
-echo "check-speedscope: $name opened in speedscope ('$title'), screenshot of $colours colours"
+shown=
+if [ -n "$names" ]; then
+  chrome --dump-dom "$url&view=sandwich" > "$tmp/sandwich.html" || fail "chromium --dump-dom (sandwich) failed"
+  old_ifs=$IFS
+  IFS=,
+  for n in $names; do
+    # (speedscope names a Trace Event slice by its name and its args: "ai {...}")
+    grep -qF ">$n<" "$tmp/sandwich.html" || grep -qF ">$n {" "$tmp/sandwich.html" ||
+      fail "speedscope's sandwich view shows no '$n'"
+  done
+  IFS=$old_ifs
+  shown=", showing $names"
+fi
+echo "check-speedscope: $name opened in speedscope ('$title'), screenshot of $colours colours$shown"

@@ -6,16 +6,20 @@
 --   game.read()                       -- one g:read(t) alone (timed by the host)
 --   game.report()                     -- the per-frame table: mean, p50, p95, p99,
 --                                     -- max of each event, and the worst frames
+--   game.write_timeline(path)         -- the frames, zones and per-frame counts in time
+--                                     -- order: .json Trace Event JSON, .speedscope.json
 --   game.close()                      -- before lua_close
 -- perfev.frames counts the frames: fr:mark() once a frame (one group read
 -- into a table it refills, each event's count into a ring allocated once),
 -- two zones inside each frame (the scripting's two systems), and the
--- per-frame table of fr:report() at the end (doc/games.md).
+-- per-frame table of fr:report() at the end, and the timeline of the
+-- last frames (timeline = true: their times and their zones' kept in rings
+-- made at the start) for Perfetto's UI or speedscope (doc/games.md).
 local perfev = require "perfev"
 
 local EVENTS = { "task-clock", "page-faults", "context-switches" }
 
-local fr = assert(perfev.frames { events = EVENTS, worst = 5 })
+local fr = assert(perfev.frames { events = EVENTS, worst = 5, timeline = true, name = "examples/embed game loop" })
 local g = fr.group
 local t = g:read()            -- game.read's table, refilled
 
@@ -57,6 +61,9 @@ end
 function game.report() return fr:report() end
 
 function game.read() g:read(t) end
+
+-- The timeline file (Trace Event JSON or speedscope's, from the name).
+function game.write_timeline(path) assert(fr:timeline():write(path)) end
 
 -- The leader's fd, for the host's raw read(2) of the same group.
 function game.leader_fd() return g:events()[1]:fileno() end

@@ -3,6 +3,8 @@
  *
  *   make embed && build/embed/host examples/embed/game.lua 600
  *   ... build/embed/host examples/embed/game.lua 600 frames.svg   # and a profile of the frames
+ *   ... build/embed/host examples/embed/game.lua 600 game.trace.json game.speedscope.json
+ *                                          # and the timeline of the frames and zones
  *
  * Every frame the C side "updates the world" (maps fresh memory and
  * computes over it: page faults and CPU time), then game.lua reads the
@@ -15,7 +17,11 @@
  * With a third argument, the host profiles the frames' Lua by function
  * (perfev.profile, made and driven from C: resumed before each call of
  * game.frame, paused after it, so that the host's own C work between is
- * left out) and writes the profile there (.svg, .folded, ...).
+ * left out) and writes the profile there (.svg, .folded, ...). An
+ * argument ending in .json is a timeline file instead: the frames, the
+ * zones (the host's and the script's) and each frame's counts, written by
+ * game.write_timeline as Trace Event JSON (.json: Perfetto's UI,
+ * chrome://tracing) or speedscope's evented profile (.speedscope.json).
  * doc/embedding.md explains the linking and what pid = 0 counts. */
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE
@@ -115,9 +121,11 @@ static int usage(const char *argv0, const char *why)
 {
   if (why)
     fprintf(stderr, "host: %s\n", why);
-  fprintf(stderr, "usage: %s [GAME.lua [FRAMES [PROFILE.svg|.folded|...]]]\n"
+  fprintf(stderr, "usage: %s [GAME.lua [FRAMES [PROFILE.svg|.folded|...] [TIMELINE.json ...]]]\n"
                   "  runs GAME.lua's frame() FRAMES times (default examples/embed/game.lua, 600),\n"
-                  "  counting each frame's events; with PROFILE, profiles the frames' Lua.\n"
+                  "  counting each frame's events; with PROFILE, profiles the frames' Lua;\n"
+                  "  each TIMELINE (.json: Trace Event JSON, .speedscope.json) gets the timeline\n"
+                  "  of the frames and zones.\n"
                   "  perfev's Lua modules: the checkout's lua/ beside build/, or LUA_PATH.\n", argv0);
   return why ? 2 : 0;
 }
@@ -200,11 +208,18 @@ static lua_Number total(lua_State *L, const char *key)
   return v;
 }
 
+/* Whether an output named on the command line is a timeline (.json). */
+static int is_timeline(const char *path)
+{
+  size_t n = strlen(path);
+  return n > 5 && strcmp(path + n - 5, ".json") == 0;
+}
+
 int main(int argc, char **argv)
 {
   const char *script = argc > 1 ? argv[1] : "examples/embed/game.lua";
   unsigned frames = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 600;
-  const char *profile = argc > 3 ? argv[3] : NULL;
+  const char *profile = NULL;
   int prof = LUA_NOREF;
   perfev_frames fr;
   int have_frames;
@@ -221,6 +236,13 @@ int main(int argc, char **argv)
     return usage(argv[0], "FRAMES must be a positive number");
   if (access(script, R_OK) != 0)
     return usage(argv[0], "cannot read the game script");
+  for (int i = 3; i < argc; i++) {
+    if (is_timeline(argv[i]))
+      continue;
+    if (profile)
+      return usage(argv[0], "one PROFILE at most (a timeline's name ends in .json)");
+    profile = argv[i];
+  }
   L = luaL_newstate();
   if (!L)
     return 1;
@@ -311,6 +333,19 @@ int main(int argc, char **argv)
     raw_ns = t < raw_ns ? t : raw_ns;
   }
   lua_pop(L, 1);
+
+  /* the timeline files: game.write_timeline(path) */
+  for (int i = 3; i < argc; i++) {
+    if (!is_timeline(argv[i]))
+      continue;
+    lua_getfield(L, 1, "write_timeline");
+    lua_pushstring(L, argv[i]);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      fprintf(stderr, "host: game.write_timeline: %s\n", lua_tostring(L, -1));
+      return 1;
+    }
+    printf("timeline=%s\n", argv[i]);
+  }
 
   call_game(L, "totals", 1);
   printf("runtime=%s\n", RUNTIME);

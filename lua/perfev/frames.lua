@@ -29,7 +29,7 @@ M.DEFAULT_KEEP = 3600        -- a minute of frames at 60 per second
 M.PROFILE_FUNCTIONS = 10     -- the functions a worst frame's profile keeps
 
 local OPTIONS = { events = "table|string", worst = "integer", by = "string|integer", keep = "positive",
-                  profile = "boolean|table", enabled = "boolean" }
+                  profile = "boolean|table", enabled = "boolean", timeline = "boolean|positive", name = "string" }
 
 local Frames = {}
 Frames.__index = Frames
@@ -78,7 +78,9 @@ end
 -- as the worst, 5), by (the event that ranks them: a name or a position,
 -- the first), keep (frames whose values the percentiles are of, 3600),
 -- profile (true or perfev.profile's options: each worst frame carries its
--- Lua profile), enabled (false: made disabled, fr:enable() starts it).
+-- Lua profile), enabled (false: made disabled, fr:enable() starts it),
+-- timeline (true or the zone calls kept: each frame's and zone's times
+-- kept, and with profile the samples in time order: fr:timeline()), name.
 function M.new(opts)
   opts = options.check(opts, OPTIONS, "perfev.frames")
   local worst = opts.worst or M.DEFAULT_WORST
@@ -102,14 +104,22 @@ function M.new(opts)
     -- zones: by name, in the order first begun; the open ones as a stack
     zones = {}, zone_list = {}, depth = 0, stack = {}, begin = {}, child = {},
     now = g:read(),      -- a zone's end counts (refilled)
+    name = opts.name,
   }, Frames)
+  local tl_n = opts.timeline == true and require("perfev.frames.timeline").DEFAULT_ZONES or opts.timeline
+  if tl_n then self.tl = require("perfev.frames.timeline").new(n, keep, tl_n) end
   for i = 1, n do
     self.clock[i] = is_clock(g, i)
     self.series[i] = series.new(keep)
     self.wcounts[i] = zeros(worst)
   end
   if opts.profile then
-    local popts = type(opts.profile) == "table" and opts.profile or {}
+    local popts = {}
+    for k, v in pairs(type(opts.profile) == "table" and opts.profile or {}) do popts[k] = v end
+    -- the samples in time order beside the frames' (as many as zone calls, unless said)
+    if tl_n and popts.timeline == nil then
+      popts.timeline = math.max(tl_n, require("perfev.profile").DEFAULT_TIMELINE)
+    end
     -- a mistake in the profile's options (raised) or a refusal: the group closed
     local pok, p, pmsg, perrno = pcall(require("perfev.profile").profile, popts)
     if not pok then g:close() error(p, 0) end
@@ -155,6 +165,7 @@ function Frames:enable()
   self.group:read(self.counts)
   local last, counts = self.last, self.counts
   for i = 1, self.n do last[i] = counts[i] or 0 end
+  if self.tl then self.tl.t = self.tl.now() end
   return true
 end
 
@@ -239,6 +250,14 @@ function Frames:mark()
     last[i] = v
   end
   self.frame = self.frame + 1
+  local tl = self.tl
+  if tl then
+    -- the frame's times beside its counts (the same ring positions)
+    local t = tl.now()
+    series.add(tl.fstart, tl.t)
+    series.add(tl.ffinish, t)
+    tl.t = t
+  end
   close_zones(self)
   local slot, key
   if self.worst_n > 0 then
@@ -271,6 +290,7 @@ function Frames:reset()
   end
   self.frame, self.wn = 0, 0
   for k = 1, self.worst_n do self.wprofile[k] = nil end
+  if self.tl then require("perfev.frames.timeline").restart(self.tl) end
   if self.enabled then
     self.group:read(self.counts)
     for i = 1, self.n do self.last[i] = self.counts[i] or 0 end
@@ -283,7 +303,7 @@ end
 
 local function new_zone(self, name)
   local z = setmetatable({ name = name, frames = self, calls = 0, acc = zeros(self.n), own = zeros(self.n),
-                           series = {} }, Zone)
+                           series = {}, index = #self.zone_list + 1 }, Zone)
   for i = 1, self.n do
     z.series[i] = series.new(self.keep)
     -- the frames before this zone was first begun: zero for it
@@ -321,6 +341,8 @@ function Frames:zone_begin(name)
   end
   local child = self.child[d]
   for i = 1, self.n do child[i] = 0 end
+  local tl = self.tl
+  if tl then tl.begin[d] = tl.now() end
   return z
 end
 
@@ -340,11 +362,19 @@ function Zone:finish()
   fr.group:read(now)
   local acc, own = self.acc, self.own
   local parent = d > 1 and fr.child[d - 1]
+  -- the timeline's slot for this call (the oldest one's when full)
+  local tl, slot = fr.tl, nil
+  if tl then
+    slot = tl.count % tl.cap + 1
+    tl.count = tl.count + 1
+    tl.zone[slot], tl.depth[slot], tl.start[slot], tl.finish[slot] = self.index, d, tl.begin[d], tl.now()
+  end
   for i = 1, fr.n do
     local delta = (now[i] or 0) - (b[i] or 0)
     acc[i] = acc[i] + delta
     own[i] = own[i] + delta - child[i]
     if parent then parent[i] = parent[i] + delta end
+    if slot then tl.counts[i][slot] = delta end
   end
   self.calls = self.calls + 1
   fr.stack[d] = nil
@@ -423,6 +453,16 @@ function Frames:values(event, zone)
   local z = self.zones[zone]
   if not z then options.raisef("perfev.frames: values: no zone '%s'", tostring(zone)) end
   return series.values(z.series[i])
+end
+
+-- fr:timeline() -> a perfev.timeline (option timeline): the frames kept
+-- (the last `keep`), the latest zone calls, the per-frame counts, and with
+-- profile the samples with their stacks; tl:write(path) writes Trace Event
+-- JSON (.json) or speedscope's evented profile (.speedscope.json).
+function Frames:timeline()
+  check(self, "timeline")
+  if not self.tl then fail("timeline: no timeline kept (give perfev.frames the option 'timeline')") end
+  return require("perfev.frames.timeline").build(self)
 end
 
 -- fr:report() -> the per-frame table as text (lua/perfev/frames/report.lua)

@@ -35,11 +35,13 @@ M.DEFAULT_FREQ = 999
 -- before it lowers the rate (the kernel's perf_cpu_time_max_percent for
 -- perf record's sampling interrupt): csrc/profiler_budget.c
 M.DEFAULT_MAX_OVERHEAD = 25
+-- timeline = true: the samples kept in time order (the latest ones)
+M.DEFAULT_TIMELINE = 100000
 
 local OPTIONS = {
   event = "spec", freq = "positive", period = "positive", fn = "function", args = "table",
   output = "string", signal = "string|positive", pages = "positive", engine = "string",
-  name = "string", native = "boolean", max_overhead = "number",
+  name = "string", native = "boolean", max_overhead = "number", timeline = "boolean|positive",
 }
 
 local function fail(msg)
@@ -115,7 +117,9 @@ local current
 -- lowered, 100 for no bound), signal ("rt",
 -- "sigtrap" or a number), pages (ring data pages, 8), engine, name,
 -- fn and args (profile fn at once and return the stopped profiler),
--- output (with fn: write the profile there).
+-- output (with fn: write the profile there), timeline (true or a number
+-- of samples: the latest ones kept in time order with their stacks,
+-- p:timeline(); M.DEFAULT_TIMELINE for true).
 function M.profile(opts)
   opts = check(opts)
   local event = opts.event or M.DEFAULT_EVENT
@@ -131,6 +135,10 @@ function M.profile(opts)
   if not e then return nil, msg, errno end
   local p = setmetatable({ engine = e, name = opts.name, native = opts.native, event_name = e.event_name,
                            unit = e.unit, freq = e.freq, period = e.period }, Profiler)
+  if opts.timeline then
+    p.timeline_n = opts.timeline == true and M.DEFAULT_TIMELINE or opts.timeline
+    e:timeline(p.timeline_n)
+  end
   if opts.fn then
     p:run(opts.fn, unpack(opts.args or {}))
     if opts.output then assert(p:write(opts.output)) end
@@ -237,6 +245,30 @@ function Profiler:build_opts()
   return { root = self.root, event = self.event_name, unit = self.unit, freq = self.freq,
            period = self.period, name = self.name, time = self.t0, duration = self.duration,
            attr_type = self.engine.attr_type, attr_config = self.engine.attr_config, namer = self.namer }
+end
+
+-- p:timeline_samples() -> the samples kept in time order, named as the
+-- profile names them ({ time, weight, stack = { labels, root first } }),
+-- and how many fell out of the ring (perfev.timeline.samples)
+function Profiler:timeline_samples()
+  if not self.timeline_n then fail("no timeline: give perfev.profile the option 'timeline'") end
+  local raw = self.engine:timeline_read()
+  if self.native then
+    -- the samples' stacks renumbered as the stacks that became equal merged
+    raw = require("perfev.profile.native").symbolize(raw)
+    for k = 1, raw.n do raw.stack[k] = raw.into[raw.stack[k]] end
+  end
+  return require("perfev.timeline").samples(raw, self:build_opts()), raw.dropped
+end
+
+-- p:timeline() -> the samples in time order as a perfev.timeline (its
+-- :write(path) writes Trace Event JSON or speedscope's evented profile):
+-- the latest ones (option timeline), each its time, weight and stack.
+function Profiler:timeline()
+  local samples, dropped = self:timeline_samples()
+  return require("perfev.timeline").new { name = self.name or ("perfev profile (%s)"):format(self.event_name),
+                                          event = self.event_name, unit = self.unit, samples = samples,
+                                          dropped = { samples = dropped, zones = 0 } }
 end
 
 -- p:write(path[, format]) -> true | nil, message, errno. The format from

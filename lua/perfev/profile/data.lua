@@ -163,11 +163,11 @@ end
 
 -- The stacks, cut at the root function (frames below it are the caller's
 -- and the profiler's), perfev's frames folded, equal ones merged. Returns stacks, and the weight
--- and samples left out.
+-- and samples left out, and each raw stack's stack (into[i], nil when cut out).
 local function cut(raw, frames, funcs, root)
-  local out, byids, outside, outside_samples = {}, {}, 0, 0
+  local out, byids, outside, outside_samples, into = {}, {}, 0, 0, {}
   local own_id = own_frame(frames, funcs)
-  for _, s in ipairs(raw.stacks) do
+  for si, s in ipairs(raw.stacks) do
     local from = 1
     if root then
       from = root_at(s, frames, root)
@@ -194,13 +194,14 @@ local function cut(raw, frames, funcs, root)
         out[#out + 1] = t
         byids[k] = t
       end
+      into[si] = t
     else
       outside = outside + s.weight
       outside_samples = outside_samples + s.samples
     end
   end
   table.sort(out, function(a, b) return a.weight > b.weight end)
-  return out, outside, outside_samples
+  return out, outside, outside_samples, into
 end
 
 -- The frames and functions the stacks use, renumbered (a profile lists
@@ -235,8 +236,16 @@ end
 -- namer: a perfev.profile.naming namer kept from one build to the next
 -- (a continuous profiler's takes: its sources read once, not every take).
 function M.build(raw, opts)
+  local p = M.build_mapped(raw, opts)
+  return p
+end
+
+-- build_mapped(raw, opts) -> profile, into: as build, and into[i] the
+-- profile's stack of raw.stacks[i] (nil for one cut out): the timeline's
+-- samples name their stacks so (perfev.timeline).
+function M.build_mapped(raw, opts)
   local frames, funcs = name_frames(raw, opts.namer)
-  local stacks, outside, outside_samples = cut(raw, frames, funcs, opts.root)
+  local stacks, outside, outside_samples, into = cut(raw, frames, funcs, opts.root)
   frames, funcs = used_only(frames, funcs, stacks)
   local p = { frames = frames, funcs = funcs, stacks = stacks, outside = outside,
               outside_samples = outside_samples,
@@ -255,7 +264,7 @@ function M.build(raw, opts)
   end
   p.event = p.event or "?"
   p.unit = p.unit or "events"
-  return p
+  return p, into
 end
 
 -- throttle_note(profile or raw) -> the sentence that says how the rate was

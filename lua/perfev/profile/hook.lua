@@ -126,6 +126,11 @@ function Engine:take()
   return r
 end
 
+-- timeline(n): the latest n samples kept in time order (csrc/profiler_timeline.c);
+-- timeline_read() -> { frames, stacks, time, stack, weight, samples, n, count, dropped }
+function Engine:timeline(n) self.p:timeline(n) end
+function Engine:timeline_read() return self.p:timeline_read() end
+
 -- the signal the event's overflow sends while running
 function Engine:signal() return self.p:read().signal end
 

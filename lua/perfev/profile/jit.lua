@@ -122,7 +122,7 @@ M.Collector = Collector
 function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = setmetatable({ jp = jp, weigh = weigh, main = opts.main, dump = jp.dumpstack, chain = {},
-                           tag_of = opts.tag, recorded = opts.recorded,
+                           tag_of = opts.tag, recorded = opts.recorded, clock = opts.clock,
                            names = setmetatable({}, { __mode = "k" }),
                            -- our resume/wrap closures -> label
                            wrappers_of = setmetatable({}, { __mode = "k" }) }, Collector)
@@ -133,6 +133,8 @@ end
 -- c:reset(): no samples yet (start, and after each take)
 function Collector:reset()
   self.frames, self.byframe, self.stacks, self.bystack, self.bysig = {}, {}, {}, {}, {}
+  -- the profile's frame ids and stacks start again
+  if self.tl then self.tl.map, self.tl.of = {}, {} end
   self.truncates = {}
   self.samples, self.weight, self.unattributed, self.signals, self.hooks, self.lost, self.truncated =
     0, 0, 0, 0, 0, 0, 0
@@ -271,7 +273,92 @@ function Collector:record(thread, vmstate, w)
   end
   st.weight, st.samples = st.weight + w, st.samples + 1
   self.weight, self.samples, self.hooks = self.weight + w, self.samples + 1, self.hooks + 1
+  if self.tl then self:tl_add(st, w) end
   return st
+end
+
+-- c:timeline(n): the latest n samples kept in time order, each its time
+-- (core.clock_ns(): CLOCK_MONOTONIC, as csrc/profiler_timeline.c), weight
+-- and stack, interned in tables of the timeline's own (c:reset() starts
+-- the profile's frame ids again). The slots are made here: a sample
+-- allocates only when its stack is new to the timeline. 0: none.
+function Collector:timeline(n)
+  self.tl = nil
+  if n <= 0 then return end
+  local tl = { cap = n, count = 0, frames = {}, byframe = {}, stacks = {}, bystack = {}, map = {}, of = {},
+               time = {}, weight = {}, samples = {}, stack = {}, now = self.clock or require("perfev.core").clock_ns }
+  for i = 1, n do tl.time[i], tl.weight[i], tl.samples[i], tl.stack[i] = 0, 0, 0, 0 end
+  self.tl = tl
+end
+
+-- the timeline's frame id of the profile's frame fid
+function Collector:tl_frame(fid)
+  local tl = self.tl
+  local mine = tl.map[fid]
+  if not mine then
+    local f = self.frames[fid]
+    local k = table.concat({ f.name or "", f.source, f.line, f.linedefined, f.what }, "\0")
+    mine = tl.byframe[k]
+    if not mine then
+      mine = #tl.frames + 1
+      tl.frames[mine] = f
+      tl.byframe[k] = mine
+    end
+    tl.map[fid] = mine
+  end
+  return mine
+end
+
+-- the timeline's id of the profile's stack st (root first frame ids)
+function Collector:tl_stack(st)
+  local tl = self.tl
+  local id = tl.of[st]
+  if id then return id end
+  local ids = {}
+  for i = 1, #st do ids[i] = self:tl_frame(st[i]) end
+  local k = table.concat(ids, ",")
+  id = tl.bystack[k]
+  if not id then
+    id = #tl.stacks + 1
+    tl.stacks[id] = ids
+    tl.bystack[k] = id
+  end
+  tl.of[st] = id
+  return id
+end
+
+function Collector:tl_add(st, w)
+  local tl = self.tl
+  if tl.busy then return end   -- c:timeline_read() runs (a sample in it)
+  local slot = tl.count % tl.cap + 1
+  tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot] = tl.now(), w, 1, self:tl_stack(st)
+  tl.count = tl.count + 1
+end
+
+-- c:timeline_read() -> { frames, stacks, time, stack, weight, samples (lists,
+-- oldest first), n, count, dropped, capacity } (what the hook engine's gives)
+function Collector:timeline_read()
+  local out = { frames = {}, stacks = {}, time = {}, stack = {}, weight = {}, samples = {}, n = 0,
+                count = 0, dropped = 0, capacity = 0 }
+  local tl = self.tl
+  if not tl then return out end
+  tl.busy = true
+  for i, f in ipairs(tl.frames) do out.frames[i] = f end
+  for i, st in ipairs(tl.stacks) do
+    local t = { weight = 0, samples = 0 }
+    for j, id in ipairs(st) do t[j] = id end
+    out.stacks[i] = t
+  end
+  local n = math.min(tl.count, tl.cap)
+  local first = tl.count > tl.cap and tl.count % tl.cap or 0
+  for i = 1, n do
+    local slot = (first + i - 1) % tl.cap + 1
+    out.time[i], out.weight[i], out.samples[i], out.stack[i] =
+      tl.time[slot], tl.weight[slot], tl.samples[slot], tl.stack[slot]
+  end
+  out.n, out.count, out.dropped, out.capacity = n, tl.count, tl.count - n, tl.cap
+  tl.busy = false
+  return out
 end
 
 -- jit.profile's callback. What the event counts while a sample is
@@ -440,6 +527,7 @@ function Engine:start()
     local w, _, lost = drain(ring, self.budget)
     return w, lost
   end, { main = core.profiler_thread(), tag = self.tag })
+  if self.timeline_n then self.c:timeline(self.timeline_n) end
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }
   local resume, wrap = self.c:wrappers(co.resume, co.wrap)
@@ -485,6 +573,17 @@ function Engine:stop()
   for _, k in ipairs { "resume", "wrap" } do
     if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
   end
+end
+
+-- timeline(n), timeline_read(): as the hook engine's (the collector's; a
+-- start begins a new one)
+function Engine:timeline(n)
+  self.timeline_n = n
+  if self.c then self.c:timeline(n) end
+end
+function Engine:timeline_read()
+  if not self.c then return M.collector({}, function() return 0 end):timeline_read() end
+  return self.c:timeline_read()
 end
 
 -- the signal jit.profile's timer uses while running (for the specs)

@@ -111,6 +111,8 @@ end
 -- symbolize(raw [, pid]) -> raw with its native frames named and trimmed
 -- (see above), the stacks that became equal merged; pid: the process whose
 -- maps the addresses are in (perfev.attach's target; default this one).
+-- out.into[i]: the position in out.stacks of raw.stacks[i] (a timeline's
+-- samples, which name their stacks by position).
 function M.symbolize(raw, pid)
   local resolve = new_resolver(pid)
   local frames, byframe, stacks, bystack = {}, {}, {}, {}
@@ -127,7 +129,8 @@ function M.symbolize(raw, pid)
     return id
   end
   local cache = {}       -- raw stack -> its native part's trimmed frames, by native ids
-  for _, s in ipairs(raw.stacks) do
+  local into, pos = {}, {}
+  for si, s in ipairs(raw.stacks) do
     local ids, natives = {}, {}
     for _, fid in ipairs(s) do
       local f = raw.frames[fid]
@@ -154,12 +157,14 @@ function M.symbolize(raw, pid)
       st.weight, st.samples = 0, 0
       stacks[#stacks + 1] = st
       bystack[k] = st
+      pos[st] = #stacks
     end
+    into[si] = pos[st]
     st.weight, st.samples = st.weight + s.weight, st.samples + s.samples
   end
   local out = {}
   for k, v in pairs(raw) do out[k] = v end
-  out.frames, out.stacks = frames, stacks
+  out.frames, out.stacks, out.into = frames, stacks, into
   return out
 end
 
