@@ -15,7 +15,8 @@ local RAW = { "attempt to index", "attempt to call", "attempt to perform", "atte
 
 -- Values a caller may pass by mistake.
 local BAD = { true, false, 42, 1.5, -1, "x", "", function() end, {}, { bogus = 1 }, { 1, 2 },
-              io.stdout, setmetatable({}, { __tostring = function() return "odd" end }) }
+              io.stdout, setmetatable({}, { __tostring = function() return "odd" end }),
+              0, 0 / 0, math.huge, -math.huge, 2 ^ 63, "a\0b", ("x"):rep(5000), coroutine.create(function() end) }
 
 local function name_of(v)
   if type(v) == "string" then return ("%q"):format(v) end
@@ -72,6 +73,18 @@ describe("wrong arguments to the Lua layer", function()
     sweep("perfev.group({'task-clock'}, ...)", perfev.group, { { "task-clock" } })
     sweep("perfev.parse('cs', ...)", perfev.parse, { "cs" })
     sweep("perfev.uprobe{...}", perfev.uprobe, { { path = "/bin/sh", func = "main" } })
+  end)
+
+  -- perfev.elf's entry points said "bad argument #1 to 'open'" from
+  -- inside elf.lua (issue 20, item 8)
+  it("perfev.elf.open, symbols, build_id, inspect, func_offset", function()
+    local elf = require "perfev.elf"
+    for _, name in ipairs { "open", "symbols", "build_id", "inspect", "func_offset" } do
+      sweep("perfev.elf." .. name, function(path)
+        if type(path) == "string" then path = "/nonexistent" end
+        return elf[name](path)
+      end)
+    end
   end)
 
   it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()

@@ -176,8 +176,19 @@ function M.read_headers(f, path)
   return e
 end
 
--- open_file(path) -> elf, f (open, for the caller to close) | nil, message
-local function open_file(path)
+-- A path that is not a string: raised at the caller's line, naming the
+-- function (issue 20: "bad argument #1 to 'open'" from inside this file).
+local function check_path(path, fname)
+  if type(path) == "string" then return end
+  local msg = ("perfev.elf.%s: path must be a string, got %s"):format(fname, type(path))
+  local ok, options = pcall(require, "perfev.options")   -- (needs the core, which this module may lack)
+  if ok then options.raise(msg) end
+  error(msg, 4)
+end
+
+-- open_file(path, fname) -> elf, f (open, for the caller to close) | nil, message
+local function open_file(path, fname)
+  check_path(path, fname)
   local f, msg = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
   local ok, e = pcall(M.read_headers, f, path)
@@ -187,10 +198,7 @@ end
 
 -- open(path) -> elf | nil, message
 function M.open(path)
-  if type(path) ~= "string" then
-    error("perfev.elf.open: expected a path, got " .. type(path), 2)
-  end
-  local e, f = open_file(path)
+  local e, f = open_file(path, "open")
   if not e then return nil, f end
   f:close()
   return e
@@ -362,6 +370,7 @@ end
 
 -- func_offset(path, name) -> file offset, symbol | nil, message
 function M.func_offset(path, name)
+  check_path(path, "func_offset")
   local e, err = M.open(path)
   if not e then return nil, err end
   local sym, serr = e:find(name)
@@ -401,7 +410,7 @@ end
 
 -- build_id(path) -> raw bytes | nil, why
 function M.build_id(path)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "build_id")
   if not e then return nil, f end
   local id = note_id(e, f)
   f:close()
@@ -514,7 +523,7 @@ end
 -- why: what perf's symsrc__init learns of a candidate file, without its
 -- symbols (type: the e_type number).
 function M.inspect(path)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "inspect")
   if not e then return nil, f end
   local info = { path = path, type = e.etype, build_id = note_id(e, f), segments = e.segments }
   for _, s in ipairs(e.sections) do
@@ -534,7 +543,7 @@ end
 -- whose PLT stubs are added as "name@plt" symbols (the runtime file, as
 -- perf does), when the table has symbols of its own.
 function M.symbols(path, which, runtime, plt_from)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "symbols")
   if not e then return nil, f end
   local want = which == ".symtab" and SHT_SYMTAB or SHT_DYNSYM
   local ok, list, any = true, {}, false
@@ -565,7 +574,7 @@ function M.symbols(path, which, runtime, plt_from)
   -- (dso__load: ret > 0; functions or data objects): a stripped executable
   -- whose .dynsym holds only imports keeps its PLT stubs unnamed
   if plt_from and any then
-    local pe, pf = open_file(plt_from)
+    local pe, pf = open_file(plt_from, "symbols")
     if pe then
       for _, x in ipairs(plt_symbols(pe, pf)) do list[#list + 1] = x end
       pf:close()
