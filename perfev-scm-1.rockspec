@@ -149,6 +149,7 @@ build = {
       ["perfev.report.trace"] = "lua/perfev/report/trace.lua",
       ["perfev.resty"] = "lua/perfev/resty.lua",
       ["perfev.resty.labels"] = "lua/perfev/resty/labels.lua",
+      ["perfev.resty.ngx"] = "lua/perfev/resty/ngx.lua",
       ["perfev.resty.prom"] = "lua/perfev/resty/prom.lua",
       ["perfev.resty.series"] = "lua/perfev/resty/series.lua",
       ["perfev.sampler"] = "lua/perfev/sampler.lua",

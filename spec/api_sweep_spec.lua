@@ -87,6 +87,41 @@ describe("wrong arguments to the Lua layer", function()
     end
   end)
 
+  -- Every function of these modules (read from the module, so that a new
+  -- one is swept too) with each bad value as its first argument, and as
+  -- its second after a nil (issue 20: perfev.stat.format/text/csv/json/
+  -- interval raised "attempt to index" from stat/format.lua, the resty
+  -- profile functions outside nginx "global 'ngx'", profile.format_of
+  -- "attempt to index a boolean value (local 'path')").
+  local MODULES = { "perfev.stat", "perfev.report", "perfev.resty", "perfev.perfdata", "perfev.profile",
+                    "perfev.tool", "perfev.sampler", "perfev.record", "perfev.names", "perfev.help",
+                    "perfev.frames", "perfev.list" }
+  -- what does something else with any value: resty.profile is the
+  -- per-request profile's result in nginx (nil outside); help.help prints the
+  -- help whatever it is given (help.text, which it prints, is swept)
+  local SKIP = { ["perfev.resty.profile"] = true, ["perfev.help.help"] = true }
+  it("every function of " .. table.concat(MODULES, ", "), function()
+    local was = perfev.on_warning(false)
+    local calls = 0
+    for _, m in ipairs(MODULES) do
+      local t = require(m)
+      local names = {}
+      for k, v in pairs(t) do
+        if type(k) == "string" and type(v) == "function" and not SKIP[m .. "." .. k] then names[#names + 1] = k end
+      end
+      table.sort(names)
+      assert.is_true(#names > 0, m)
+      for _, k in ipairs(names) do
+        sweep(m .. "." .. k, t[k])
+        sweep(m .. "." .. k .. "(nil, ...)", function(v) local r = t[k](nil, v) return r end)
+        calls = calls + 2 * #BAD
+      end
+    end
+    perfev.on_warning(was)
+    print(("\n  api sweep: %d calls of the functions of %d modules, %d kinds of bad value"):format(calls, #MODULES,
+                                                                                            #BAD))
+  end)
+
   it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()
     sweep("perfev.sampler", function(o)
       if type(o) == "table" and next(o) == nil then o = { cpus = { 0 }, pages = 1 } end

@@ -30,15 +30,8 @@ local label_values = require "perfev.resty.labels"
 local prom = require "perfev.resty.prom"
 local series = require "perfev.resty.series"
 
--- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
--- rather than "attempt to index a nil value (global 'ngx')".
--- (A global ngx set after this module loaded, as a test's stand-in, is used.)
-local ngx = rawget(_G, "ngx") or setmetatable({}, { __index = function(_, k)
-  local late = rawget(_G, "ngx")
-  if late then return late[k] end
-  options.raisef("perfev.resty: ngx.%s is not there: perfev.resty runs inside nginx, with ngx_lua "
-                 .. "(OpenResty, or nginx's lua module), not in a plain Lua", tostring(k))
-end })
+-- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
+local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }

@@ -29,8 +29,10 @@ local OPTIONS = {
   cpus = "string|table", aggr = "string", metrics = "string",
 }
 
-local function fail(level, fmt, ...)
-  error("perfev.stat: " .. fmt:format(...), level + 1)
+-- (raised at the caller's line, however the call came: options.raise;
+-- the level is the one it had when error() placed it)
+local function fail(_, fmt, ...)
+  require("perfev.options").raise("perfev.stat: " .. fmt:format(...))
 end
 
 local function is_count(v) return type(v) == "number" and v >= 1 and math.floor(v) == v end
@@ -492,8 +494,8 @@ end
 M.format = format.format
 M.interval = format.interval
 M.default_events = events.default
-M.text = function(res) return format.format(res, { format = "text" }) end
-M.csv = function(res, sep) return format.format(res, { format = "csv", sep = sep }) end
-M.json = function(res) return format.format(res, { format = "json" }) end
+M.text = function(res) return format.format(res, { format = "text" }, "perfev.stat.text") end
+M.csv = function(res, sep) return format.format(res, { format = "csv", sep = sep }, "perfev.stat.csv") end
+M.json = function(res) return format.format(res, { format = "json" }, "perfev.stat.json") end
 
 return setmetatable(M, { __call = function(_, opts) return M.stat(opts) end })

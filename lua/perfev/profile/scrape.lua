@@ -22,7 +22,8 @@
 -- requests (the same one profiler per worker), is a 409; a bad parameter a
 -- 400. Functions return true, or nil and a message: nothing raises on a
 -- request path.
--- luacheck: globals ngx
+-- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
+local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
 local resty = require "perfev.profile.resty"
 local pprof = require "perfev.profile.pprof"
 local options = require "perfev.options"
