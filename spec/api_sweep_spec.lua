@@ -128,6 +128,47 @@ describe("wrong arguments to the Lua layer", function()
                                                                                             #BAD))
   end)
 
+  -- The modules users do not call (no page of doc/ nor README requires
+  -- them): their functions trust the library's own calls, and a wrong
+  -- value may still raise a raw Lua error there. Swept in a child Lua (some
+  -- reset module state) for what matters of them here: no crash, every
+  -- error a message; the count of raw ones printed, not asserted.
+  it("the internal modules' functions: no crash, each error a message (raw ones counted)", function()
+    local out = u.run_lua([[
+      local BAD = { true, false, 42, 1.5, -1, 0, 0 / 0, math.huge, -math.huge, 2 ^ 63, "x", "", ("x"):rep(5000),
+              "a\0b", function() end, {}, { bogus = 1 }, { 1, 2 }, io.stdout, coroutine.create(function() end),
+              setmetatable({}, { __tostring = function() return "odd" end }) }
+      local calls, raw, other = 0, 0, 0
+      for _, m in ipairs { "perfev.symbols", "perfev.tracepoint", "perfev.pmu", "perfev.show", "perfev.cache",
+                           "perfev.fs", "perfev.probe", "perfev.elf" } do
+        local t = require(m)
+        local names = {}
+        for k, v in pairs(t) do if type(v) == "function" then names[#names + 1] = k end end
+        table.sort(names)
+        for _, k in ipairs(names) do
+          for _, b in ipairs(BAD) do
+            for two = 0, 1 do
+              calls = calls + 1
+              local ok, err
+              if two == 1 then ok, err = pcall(t[k], nil, b) else ok, err = pcall(t[k], b) end
+              if not ok then
+                if type(err) ~= "string" then other = other + 1
+                elseif err:find("attempt to") or err:find("bad argument") or err:find("table index is") then
+                  raw = raw + 1
+                end
+              end
+            end
+          end
+        end
+      end
+      print(("calls=%d raw=%d other=%d"):format(calls, raw, other))
+    ]])
+    local calls, raw, other = out:match("calls=(%d+) raw=(%d+) other=(%d+)\n$")
+    assert.truthy(calls, out)
+    assert.equal("0", other, out)
+    print(("\n  internal modules: %s calls, %s raw Lua errors"):format(calls, raw))
+  end)
+
   it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()
     sweep("perfev.sampler", function(o)
       if type(o) == "table" and next(o) == nil then o = { cpus = { 0 }, pages = 1 } end
