@@ -322,7 +322,7 @@ local function arith(name, op, exact)
       local r = exact(a, b)
       if r > -EXACT and r < EXACT then return r end   -- strictly: 2^53 + 1 rounds to 2^53
     end
-    if not (type(a) == "number" or is64(a)) or not (type(b) == "number" or is64(b)) then
+    if not (exact_number(a) or is64(a)) or not (exact_number(b) or is64(b)) then
       refuse(name, "expects two integers, got %s and %s", kind(a), kind(b))
     end
     local ua, ub = to64(a, name), to64(b, name)
