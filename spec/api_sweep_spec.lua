@@ -95,7 +95,10 @@ describe("wrong arguments to the Lua layer", function()
   -- "attempt to index a boolean value (local 'path')").
   local MODULES = { "perfev.stat", "perfev.report", "perfev.resty", "perfev.perfdata", "perfev.profile",
                     "perfev.tool", "perfev.sampler", "perfev.record", "perfev.names", "perfev.help",
-                    "perfev.frames", "perfev.list", "perfev.compat" }
+                    "perfev.frames", "perfev.list", "perfev.compat",
+                    -- the library's own helpers, checked at their entry too
+                    "perfev.fs", "perfev.tracepoint", "perfev.pmu", "perfev.show", "perfev.cache", "perfev.probe",
+                    "perfev.nearest" }
   -- what does something else with any value: resty.profile is the
   -- per-request profile's result in nginx (nil outside); help.help prints the
   -- help whatever it is given (help.text, which it prints, is swept);
@@ -128,19 +131,19 @@ describe("wrong arguments to the Lua layer", function()
                                                                                             #BAD))
   end)
 
-  -- The modules users do not call (no page of doc/ nor README requires
-  -- them): their functions trust the library's own calls, and a wrong
-  -- value may still raise a raw Lua error there. Swept in a child Lua (some
-  -- reset module state) for what matters of them here: no crash, every
-  -- error a message; the count of raw ones printed, not asserted.
-  it("the internal modules' functions: no crash, each error a message (raw ones counted)", function()
+  -- perfev.symbols and perfev.elf, which users do not call (no page of
+  -- doc/ nor README requires them): their per-frame and per-symbol helpers
+  -- (symbols.split/find/hex/format, elf.better ...) trust the library's
+  -- own calls, on report's hot path, and a wrong value may still raise a
+  -- raw Lua error there. Swept in a child Lua for what matters of them
+  -- here: no crash, every error a message; the raw ones counted, printed.
+  it("perfev.symbols and perfev.elf: no crash, each error a message (raw ones counted)", function()
     local out = u.run_lua([[
       local BAD = { true, false, 42, 1.5, -1, 0, 0 / 0, math.huge, -math.huge, 2 ^ 63, "x", "", ("x"):rep(5000),
               "a\0b", function() end, {}, { bogus = 1 }, { 1, 2 }, io.stdout, coroutine.create(function() end),
               setmetatable({}, { __tostring = function() return "odd" end }) }
       local calls, raw, other = 0, 0, 0
-      for _, m in ipairs { "perfev.symbols", "perfev.tracepoint", "perfev.pmu", "perfev.show", "perfev.cache",
-                           "perfev.fs", "perfev.probe", "perfev.elf" } do
+      for _, m in ipairs { "perfev.symbols", "perfev.elf" } do
         local t = require(m)
         local names = {}
         for k, v in pairs(t) do if type(v) == "function" then names[#names + 1] = k end end
@@ -166,7 +169,7 @@ describe("wrong arguments to the Lua layer", function()
     local calls, raw, other = out:match("calls=(%d+) raw=(%d+) other=(%d+)\n$")
     assert.truthy(calls, out)
     assert.equal("0", other, out)
-    print(("\n  internal modules: %s calls, %s raw Lua errors"):format(calls, raw))
+    print(("\n  perfev.symbols and perfev.elf: %s calls, %s raw Lua errors"):format(calls, raw))
   end)
 
   it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()

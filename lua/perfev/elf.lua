@@ -127,6 +127,9 @@ local function must(s, err) if not s then error(err, 0) end return s end
 -- headers and the section names; symbol tables are read on demand. Raises
 -- (open() turns that into nil, message).
 function M.read_headers(f, path)
+  if io.type(f) ~= "file" then
+    require("perfev.options").raisef("perfev.elf.read_headers: expects an open file, got %s", type(f))
+  end
   local ident, rerr = f:read(16)
   if not ident and rerr then error(("cannot read %s: %s"):format(path, rerr), 0) end
   if not ident or #ident < 16 or ident:sub(1, 4) ~= "\127ELF" then
@@ -176,14 +179,16 @@ function M.read_headers(f, path)
   return e
 end
 
--- A path that is not a string: raised at the caller's line, naming the
--- function (issue 20: "bad argument #1 to 'open'" from inside this file).
-local function check_path(path, fname)
-  if type(path) == "string" then return end
-  local msg = ("perfev.elf.%s: path must be a string, got %s"):format(fname, type(path))
+-- A caller's wrong value, raised at its line naming the function (issue
+-- 20: "bad argument #1 to 'open'" from inside this file).
+local function refuse(fname, fmt, ...)
+  local msg = ("perfev.elf.%s: " .. fmt):format(fname, ...)
   local ok, options = pcall(require, "perfev.options")   -- (needs the core, which this module may lack)
   if ok then options.raise(msg) end
   error(msg, 4)
+end
+local function check_path(path, fname)
+  if type(path) ~= "string" then refuse(fname, "path must be a string, got %s", type(path)) end
 end
 
 -- open_file(path, fname) -> elf, f (open, for the caller to close) | nil, message
@@ -383,6 +388,7 @@ end
 -- parse_notes(s, big_endian) -> the GNU build id (raw bytes) among the ELF
 -- notes in s, or nil.
 function M.parse_notes(s, big_endian)
+  if type(s) ~= "string" then refuse("parse_notes", "expects the notes' bytes, a string, got %s", type(s)) end
   local r = READERS[big_endian and true or false]
   local pos = 1
   while pos + 12 <= #s + 1 do
@@ -440,6 +446,7 @@ M.better = better
 -- each start and gives every zero-size symbol the start of the next (or
 -- the end of its page + 4096, for the last).
 function M.finish(list)
+  if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
   if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/elfsym.c)
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
