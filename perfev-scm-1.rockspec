@@ -159,6 +159,7 @@ build = {
       ["perfev.report.trace"] = "lua/perfev/report/trace.lua",
       ["perfev.resty"] = "lua/perfev/resty.lua",
       ["perfev.resty.labels"] = "lua/perfev/resty/labels.lua",
+      ["perfev.resty.ngx"] = "lua/perfev/resty/ngx.lua",
       ["perfev.resty.prom"] = "lua/perfev/resty/prom.lua",
       ["perfev.resty.series"] = "lua/perfev/resty/series.lua",
       ["perfev.resty.tags"] = "lua/perfev/resty/tags.lua",

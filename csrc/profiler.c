@@ -19,6 +19,7 @@
  * stacks are recorded under the coroutine's. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <stdatomic.h>
@@ -356,14 +357,18 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
   return n;
 }
 
+/* The level of a resumer's stack its walk starts at: our wrapper, which
+ * resumes the coroutine itself (on LuaJIT it calls the original resume,
+ * level 0 there, which is left out). */
+#define RESUMER_LEVEL (PERFEV_LUAJIT ? 1 : 0)
+
 /* The Lua stack of the sample into ids, root first: the coroutine's
- * frames, then its resumer's (minus the original resume our wrapper
- * called: level 0 there), and so on down to the main thread. Returns the
- * count, or -1 when out of memory. */
+ * frames, then its resumer's from our wrapper, and so on down to the main
+ * thread. Returns the count, or -1 when out of memory. */
 static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
 {
   int n = 0, full = 0;
-  for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = 1)
+  for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = RESUMER_LEVEL)
     n = walk(p, T, from, ids, n, &full);
   if (n >= 0 && full) {
     struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
@@ -870,15 +875,23 @@ static void leave(struct profiler *p, lua_State *co, lua_State *from)
   }
 }
 
-/* Calls upvalue `fn` with the arguments, the coroutine co marked running
- * meanwhile; returns its results, or raises its error unchanged. */
-static int call_in(lua_State *L, int fn, lua_State *co)
+/* Whether a resume of co from L is one the chain tracks. */
+static struct profiler *tracking(lua_State *L, lua_State *co)
 {
   struct profiler *p = (struct profiler *)lua_touserdata(L, lua_upvalueindex(1));
+  return p->running && co && p->depth < MAX_CHAIN && active == p ? p : NULL;
+}
+
+#if PERFEV_LUAJIT
+/* LuaJIT (whose profiler is perfev.profile.jit, not this hook): calls
+ * upvalue `fn` with the arguments, co marked running meanwhile. */
+static int call_in(lua_State *L, int fn, lua_State *co)
+{
+  struct profiler *p = tracking(L, co);
   int nargs = lua_gettop(L);
   lua_pushvalue(L, lua_upvalueindex(fn));
   lua_insert(L, 1);
-  if (!p->running || !co || p->depth == MAX_CHAIN || active != p) {
+  if (!p) {
     lua_call(L, nargs, LUA_MULTRET);
     return lua_gettop(L);
   }
@@ -890,18 +903,102 @@ static int call_in(lua_State *L, int fn, lua_State *co)
   return lua_gettop(L);
 }
 
-/* coroutine.resume while profiling: upvalues (profiler, original resume) */
 static int l_co_resume(lua_State *L)
 {
   return call_in(L, 2, lua_tothread(L, 1));
 }
 
-/* a coroutine.wrap function while profiling: upvalues (profiler, the
- * original wrap's function, its coroutine) */
 static int l_co_wrapped(lua_State *L)
 {
   return call_in(L, 2, lua_tothread(L, lua_upvalueindex(3)));
 }
+#else
+/* Resumes co from L with the nargs values on top of L, marked running
+ * meanwhile when tracked; leaves on L's top the values co returned or
+ * yielded and gives their count, or leaves its error and gives -1. The
+ * resume is made here, not by calling the original coroutine.resume:
+ * a lua_call costs one of the C calls Lua allows nested (LUAI_MAXCCALLS,
+ * 200), and with the resume's own that halved how deep coroutines nest
+ * while profiling ("C stack overflow" at 98 wraps instead of 196). */
+static int resume_co(lua_State *L, lua_State *co, int nargs)
+{
+  int nres;
+  if (!lua_checkstack(co, nargs)) {
+    lua_pushliteral(L, "too many arguments to resume");
+    return -1;
+  }
+#if LUA_VERSION_NUM < 504
+  if (lua_status(co) == LUA_OK && lua_gettop(co) == 0) {   /* 5.4's lua_resume says it */
+    lua_pushliteral(L, "cannot resume dead coroutine");
+    return -1;
+  }
+#endif
+  struct profiler *p = tracking(L, co);
+  lua_xmove(L, co, nargs);
+  if (p)
+    enter(p, co, L);
+#if LUA_VERSION_NUM < 504
+  int st = lua_resume(co, L, nargs);
+  nres = lua_gettop(co);
+#else
+  int st = lua_resume(co, L, nargs, &nres);
+#endif
+  if (p)
+    leave(p, co, L);
+  if (st != LUA_OK && st != LUA_YIELD) {
+    lua_xmove(co, L, 1);
+    return -1;
+  }
+  if (!lua_checkstack(L, nres + 1)) {
+    lua_pop(co, nres);
+    lua_pushliteral(L, "too many results to resume");
+    return -1;
+  }
+  lua_xmove(co, L, nres);
+  return nres;
+}
+
+/* coroutine.resume while profiling: upvalues (profiler, original resume) */
+static int l_co_resume(lua_State *L)
+{
+  lua_State *co = lua_tothread(L, 1);
+  if (!co) {                            /* the original's message */
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  int n = resume_co(L, co, lua_gettop(L) - 1);
+  lua_pushboolean(L, n >= 0);
+  lua_insert(L, n >= 0 ? -(n + 1) : -2);
+  return n >= 0 ? n + 1 : 2;
+}
+
+/* a coroutine.wrap function while profiling: upvalues (profiler, the
+ * original wrap's function, its coroutine); raises as the original does,
+ * the coroutine closed and a string error prefixed with the caller's
+ * position */
+static int l_co_wrapped(lua_State *L)
+{
+  lua_State *co = lua_tothread(L, lua_upvalueindex(3));
+  int n = resume_co(L, co, lua_gettop(L));
+  if (n >= 0)
+    return n;
+  int st = lua_status(co);
+  if (st != LUA_OK && st != LUA_YIELD) {
+#if LUA_VERSION_NUM >= 504
+    st = lua_resetthread(co);           /* its to-be-closed variables */
+    lua_xmove(co, L, 1);
+#endif
+  }
+  if (st != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+#endif
 
 /* coroutine.wrap while profiling: upvalues (profiler, original wrap) */
 static int l_co_wrap(lua_State *L)
@@ -1033,6 +1130,28 @@ static int l_thread(lua_State *L)
   return 1;
 }
 
+/* core.stack_left() -> the bytes of this thread's C stack below the
+ * caller's frame, or nil when the system does not say. LuaJIT's resumes
+ * nest on the C stack with no bound of their own: nested too deep, it
+ * crashes (SIGSEGV past ~100,000 coroutine.wrap); the jit engine's
+ * wrappers ask this to refuse before that (perfev.profile.jit). */
+static int l_stack_left(lua_State *L)
+{
+  pthread_attr_t a;
+  void *lo;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &a) != 0)
+    return 0;
+  int rc = pthread_attr_getstack(&a, &lo, &size);
+  (void)pthread_attr_destroy(&a);
+  if (rc != 0)
+    return 0;
+  char here;
+  uintptr_t at = (uintptr_t)&here, base = (uintptr_t)lo;
+  lua_pushinteger(L, at > base ? (lua_Integer)(at - base) : 0);
+  return 1;
+}
+
 int perfev_profiler_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = { { "__gc", l_gc }, { "__close", l_gc }, { NULL, NULL } };
@@ -1051,5 +1170,7 @@ int perfev_profiler_open_lib(lua_State *L)
   lua_setfield(L, -2, "profiler_route");
   lua_pushcfunction(L, l_drain);
   lua_setfield(L, -2, "profiler_drain");
+  lua_pushcfunction(L, l_stack_left);
+  lua_setfield(L, -2, "stack_left");
   return perfev_profiler_budget_open_lib(L);
 }

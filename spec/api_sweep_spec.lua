@@ -15,7 +15,8 @@ local RAW = { "attempt to index", "attempt to call", "attempt to perform", "atte
 
 -- Values a caller may pass by mistake.
 local BAD = { true, false, 42, 1.5, -1, "x", "", function() end, {}, { bogus = 1 }, { 1, 2 },
-              io.stdout, setmetatable({}, { __tostring = function() return "odd" end }) }
+              io.stdout, setmetatable({}, { __tostring = function() return "odd" end }),
+              0, 0 / 0, math.huge, -math.huge, 2 ^ 63, "a\0b", ("x"):rep(5000), coroutine.create(function() end) }
 
 local function name_of(v)
   if type(v) == "string" then return ("%q"):format(v) end
@@ -72,6 +73,103 @@ describe("wrong arguments to the Lua layer", function()
     sweep("perfev.group({'task-clock'}, ...)", perfev.group, { { "task-clock" } })
     sweep("perfev.parse('cs', ...)", perfev.parse, { "cs" })
     sweep("perfev.uprobe{...}", perfev.uprobe, { { path = "/bin/sh", func = "main" } })
+  end)
+
+  -- perfev.elf's entry points said "bad argument #1 to 'open'" from
+  -- inside elf.lua (issue 20, item 8)
+  it("perfev.elf.open, symbols, build_id, inspect, func_offset", function()
+    local elf = require "perfev.elf"
+    for _, name in ipairs { "open", "symbols", "build_id", "inspect", "func_offset" } do
+      sweep("perfev.elf." .. name, function(path)
+        if type(path) == "string" then path = "/nonexistent" end
+        return elf[name](path)
+      end)
+    end
+  end)
+
+  -- Every function of these modules (read from the module, so that a new
+  -- one is swept too) with each bad value as its first argument, and as
+  -- its second after a nil (issue 20: perfev.stat.format/text/csv/json/
+  -- interval raised "attempt to index" from stat/format.lua, the resty
+  -- profile functions outside nginx "global 'ngx'", profile.format_of
+  -- "attempt to index a boolean value (local 'path')").
+  local MODULES = { "perfev.stat", "perfev.report", "perfev.resty", "perfev.perfdata", "perfev.profile",
+                    "perfev.tool", "perfev.sampler", "perfev.record", "perfev.names", "perfev.help",
+                    "perfev.frames", "perfev.list", "perfev.compat",
+                    -- the library's own helpers, checked at their entry too
+                    "perfev.fs", "perfev.tracepoint", "perfev.pmu", "perfev.show", "perfev.cache", "perfev.probe",
+                    "perfev.nearest" }
+  -- what does something else with any value: resty.profile is the
+  -- per-request profile's result in nginx (nil outside); help.help prints the
+  -- help whatever it is given (help.text, which it prints, is swept);
+  -- compat's table_unpack, table_pack, rawlen, pack, unpack and packsize
+  -- are the standard library's functions under another name (on Lua 5.3+:
+  -- their messages are Lua's)
+  local SKIP = { ["perfev.resty.profile"] = true, ["perfev.help.help"] = true }
+  for _, k in ipairs { "table_unpack", "table_pack", "rawlen", "pack", "unpack", "packsize" } do
+    SKIP["perfev.compat." .. k] = true
+  end
+  it("every function of " .. table.concat(MODULES, ", "), function()
+    local was = perfev.on_warning(false)
+    local calls = 0
+    for _, m in ipairs(MODULES) do
+      local t = require(m)
+      local names = {}
+      for k, v in pairs(t) do
+        if type(k) == "string" and type(v) == "function" and not SKIP[m .. "." .. k] then names[#names + 1] = k end
+      end
+      table.sort(names)
+      assert.is_true(#names > 0, m)
+      for _, k in ipairs(names) do
+        sweep(m .. "." .. k, t[k])
+        sweep(m .. "." .. k .. "(nil, ...)", function(v) local r = t[k](nil, v) return r end)
+        calls = calls + 2 * #BAD
+      end
+    end
+    perfev.on_warning(was)
+    print(("\n  api sweep: %d calls of the functions of %d modules, %d kinds of bad value"):format(calls, #MODULES,
+                                                                                            #BAD))
+  end)
+
+  -- perfev.symbols and perfev.elf, which users do not call (no page of
+  -- doc/ nor README requires them): their per-frame and per-symbol helpers
+  -- (symbols.split/find/hex/format, elf.better ...) trust the library's
+  -- own calls, on report's hot path, and a wrong value may still raise a
+  -- raw Lua error there. Swept in a child Lua for what matters of them
+  -- here: no crash, every error a message; the raw ones counted, printed.
+  it("perfev.symbols and perfev.elf: no crash, each error a message (raw ones counted)", function()
+    local out = u.run_lua([[
+      local BAD = { true, false, 42, 1.5, -1, 0, 0 / 0, math.huge, -math.huge, 2 ^ 63, "x", "", ("x"):rep(5000),
+              "a\0b", function() end, {}, { bogus = 1 }, { 1, 2 }, io.stdout, coroutine.create(function() end),
+              setmetatable({}, { __tostring = function() return "odd" end }) }
+      local calls, raw, other = 0, 0, 0
+      for _, m in ipairs { "perfev.symbols", "perfev.elf" } do
+        local t = require(m)
+        local names = {}
+        for k, v in pairs(t) do if type(v) == "function" then names[#names + 1] = k end end
+        table.sort(names)
+        for _, k in ipairs(names) do
+          for _, b in ipairs(BAD) do
+            for two = 0, 1 do
+              calls = calls + 1
+              local ok, err
+              if two == 1 then ok, err = pcall(t[k], nil, b) else ok, err = pcall(t[k], b) end
+              if not ok then
+                if type(err) ~= "string" then other = other + 1
+                elseif err:find("attempt to") or err:find("bad argument") or err:find("table index is") then
+                  raw = raw + 1
+                end
+              end
+            end
+          end
+        end
+      end
+      print(("calls=%d raw=%d other=%d"):format(calls, raw, other))
+    ]])
+    local calls, raw, other = out:match("calls=(%d+) raw=(%d+) other=(%d+)\n$")
+    assert.truthy(calls, out)
+    assert.equal("0", other, out)
+    print(("\n  perfev.symbols and perfev.elf: %s calls, %s raw Lua errors"):format(calls, raw))
   end)
 
   it("perfev.sampler, perfev.record, perfev.list's options, perfev.perfmap.open, perfdata.open", function()

@@ -80,7 +80,7 @@ describe("perfev.compat", function()
     assert.are.equal("9007199254740993", C.udec(C.dec64("9007199254740993")))
     assert.are.equal(16, C.hex64("0x10"))
     assert.are.equal(C.hex(KADDR), C.hex(C.hex64("ffffffff81000000")))   -- as /proc/PID/maps prints it
-    assert.has_error(function() C.hex64("0xfg") end, "perfev.compat: not a hexadecimal constant: 0xfg")
+    assert.has_error(function() C.hex64("0xfg") end, "perfev.compat.hex64: not a hexadecimal constant: 0xfg")
     assert.are.equal("7fffffffffffffff", C.hex(C.maxinteger))
     assert.are.equal("8000000000000000", C.hex(C.mininteger))
     assert.are.equal("integer", C.math_type(3))

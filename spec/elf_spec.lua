@@ -276,6 +276,6 @@ describe("perfev.elf", function()
       assert.is_nil(e, c[1])
       assert.matches(c[2], err)
     end
-    assert.has_error(function() elf.open(42) end, "perfev.elf.open: expected a path, got number")
+    assert.has_error(function() elf.open(42) end, "perfev.elf.open: path must be a string, got number")
   end)
 end)

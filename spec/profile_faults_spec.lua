@@ -217,3 +217,99 @@ io.write(("heap_kb=%.0f rss_kb=%d\n"):format(heap() - h0, rss() - r0))
     assert.truthy(rss and rss <= 2048, out)     -- was 8-10 MB
   end)
 end)
+
+-- Nested coroutines (issue 20, item 11). The hook engine's coroutine.wrap
+-- and coroutine.resume called the originals through lua_pcall: a C call
+-- of the 200 Lua allows nested (LUAI_MAXCCALLS) per level, with the
+-- resume's own, so "C stack overflow" came at 98 nested wraps instead of
+-- 196, and the wrap's error lost its position. On LuaJIT every sample
+-- signed the whole chain of resumers, one dumpstack and one concatenation
+-- a link: 30,000 nested wraps ran over 60 s in 2.7 GB; and LuaJIT nests
+-- resumes on the C stack with no bound (SIGSEGV past ~100,000, profiled
+-- or not), which the profiler refuses with an error before.
+describe("perfev.profile under nested coroutines", function()
+  local JIT = rawget(_G, "jit") ~= nil
+  local NEST = [[
+local function wrapped(n)
+  if n == 0 then return 0 end
+  return coroutine.wrap(function() return wrapped(n - 1) + 1 end)()
+end
+local function resumed(n)
+  if n == 0 then return 0 end
+  local ok, v = coroutine.resume(coroutine.create(function() return resumed(n - 1) + 1 end))
+  if not ok then error(v, 0) end
+  return v
+end
+]]
+
+  it("nest as deep profiled as unprofiled, with the same error (hook engine)", function()
+    if JIT then pending("LuaJIT bounds no nesting (the jit engine's case below)") return end
+    local nest = assert(load(NEST .. "return wrapped, resumed"))
+    local wrapped, resumed = nest()
+    local perfev = require "perfev"
+    -- the deepest n that runs, and the error of the next
+    local function deepest(f)
+      for n = 1, 400 do
+        local ok, err = pcall(f, n)
+        if not ok then return n - 1, err end
+      end
+      error("400 levels nested without an error")
+    end
+    local plain_w, plain_werr = deepest(wrapped)
+    local plain_r = deepest(resumed)
+    local p = assert(perfev.profile { freq = 1000 })
+    local was = perfev.on_warning(false)
+    p:start()
+    local prof_w, prof_werr = deepest(wrapped)
+    local prof_r = deepest(resumed)
+    p:stop()
+    perfev.on_warning(was)
+    p:close()
+    assert.truthy(plain_w > 150, "unprofiled wraps " .. plain_w)
+    assert.equal(plain_w, prof_w)          -- was 98 against 196
+    assert.equal(plain_r, prof_r)          -- was 98 against 196
+    -- each wrap's position, then Lua's message (profiled it was the message alone)
+    local chunk = "^%[string \"local function wrapped%(n%)...\"%]:3: "
+    assert.matches(chunk, plain_werr)
+    assert.matches(chunk, prof_werr)
+    assert.matches("C stack overflow$", prof_werr)
+  end)
+
+  it("a sample under 30,000 nested resumes reads a bounded part of the chain (jit engine)", function()
+    -- the jit engine's collector alone, with a stand-in for jit.profile
+    -- that counts its dumpstack calls: runs on every runtime
+    local jitp = require "perfev.profile.jit"
+    local dumps, cb = 0, nil
+    local jp = { start = function(_, f) cb = f end, stop = function() end,
+                 dumpstack = function() dumps = dumps + 1 return "f:1\1" end }
+    local c = jitp.collector(jp, function() return 1 end, { main = coroutine.running() })
+    c:start(1)
+    local th = coroutine.create(function() end)
+    for i = 1, 30000 do c.chain[i] = { co = th, resumer = th, fn = print } end
+    cb(th, 1, "N")
+    c:stop()
+    assert.equal(1, c:read().samples)
+    assert.truthy(dumps <= 513, dumps .. " dumpstack calls")   -- was 30,001
+  end)
+
+  it("LuaJIT: 30,000 nested wraps profile; nested past what the C stack holds, refused (jit engine)", function()
+    if not JIT then pending("the jit engine runs on LuaJIT") return end
+    local out, ok = child(NEST .. [[
+local perfev = require "perfev"
+perfev.on_warning(false)
+local p = assert(perfev.profile { freq = 999 })
+p:start()
+print("ran", pcall(wrapped, 30000))
+print("deep", pcall(wrapped, 400000))
+p:stop()
+local r = p:profile()
+p:close()
+print("samples", r.samples)
+]])
+    assert.is_true(ok, out)                       -- unprofiled, 400,000 is a SIGSEGV
+    assert.matches("ran\ttrue\t30000\n", out)
+    assert.matches("deep\tfalse\t[^\n]*:3: perfev.profile: coroutines nested %d+ deep: %d+ KiB of the C stack "
+                   .. "left, refused %(LuaJIT would crash further down%)\n", out)
+    assert.truthy(tonumber(out:match("samples\t(%d+)")) > 0, out)
+  end)
+end)

@@ -15,16 +15,25 @@ local function fake_dict(room)
   local d = { data = {}, writes = 0, keys = 0, room = room }
   function d.incr(self, key, v, init)
     local series = not own_key(key)
-    if series then self.writes = self.writes + 1 end
     local old = self.data[key]
+    if old == nil and init == nil then return nil, "not found" end
+    if series then self.writes = self.writes + 1 end
     if old == nil then
-      if init == nil then return nil, "not found" end
       if series and self.room and self.keys >= self.room then return nil, "no memory" end
       if series then self.keys = self.keys + 1 end
       old = init
     end
     self.data[key] = old + v
     return old + v, nil
+  end
+  -- no eviction: a full dict says "no memory" (ngx_http_lua's safe_add)
+  function d.safe_add(self, key, v)
+    if self.data[key] ~= nil then return false, "exists" end
+    local series = not own_key(key)
+    if series and self.room and self.keys >= self.room then return false, "no memory" end
+    if series then self.keys, self.writes = self.keys + 1, self.writes + 1 end
+    self.data[key] = v
+    return true
   end
   function d.add(self, key, v)
     if self.data[key] ~= nil then return false, "exists" end
@@ -48,7 +57,7 @@ describe("perfev.resty's per-worker sums", function()
     saved = rawget(_G, "ngx")
     timers, logged = {}, {}
     fake = {
-      shared = { perfev = fake_dict(), small = fake_dict(3) },
+      shared = { perfev = fake_dict(), small = fake_dict(55) },
       ctx = {}, var = { uri = "/a" }, ERR = 4,
       timer = { every = function(interval, f) timers[#timers + 1] = { interval = interval, f = f } return true end },
       log = function(_, ...) logged[#logged + 1] = table.concat({ ... }) end,
@@ -72,6 +81,9 @@ describe("perfev.resty's per-worker sums", function()
     assert.are.equal(1, #timers)
     assert.are.equal(1, timers[1].interval)
     local dict = fake.shared.perfev
+    -- at new(): the overflow label's series, made at 0 while there is room
+    local made = dict.writes
+    assert.are.equal(dict.keys, made)
     local want = { ["/a"] = { 0, 0, 0, 0 }, ["/b"] = { 0, 0, 0, 0 } }
     for i = 1, 200 do
       local uri = i % 4 == 0 and "/b" or "/a"
@@ -81,7 +93,7 @@ describe("perfev.resty's per-worker sums", function()
       for k, ev in ipairs(resty.DEFAULT_EVENTS) do w[k + 1] = w[k + 1] + d[ev] end
     end
     -- 200 requests: not one write to the dict
-    assert.are.equal(0, dict.writes)
+    assert.are.equal(made, dict.writes)
     assert.is_true(want["/a"][2] > 0)
     timers[1].f(false)
     -- one write per series: two labels, four counters each (the count and
@@ -89,7 +101,7 @@ describe("perfev.resty's per-worker sums", function()
     assert.are.equal(dict.keys, dict.writes)
     local counters = 0
     for key in pairs(dict.data) do if key:match("^%d\t") then counters = counters + 1 end end
-    assert.are.equal(8, counters)
+    assert.are.equal(12, counters)   -- and the overflow's four
     for uri, w in pairs(want) do
       for i = 0, 3 do assert.are.equal(w[i + 1], dict:get(i .. "\t" .. uri) or 0, uri .. " series " .. i) end
     end
@@ -108,22 +120,57 @@ describe("perfev.resty's per-worker sums", function()
     r:close()
   end)
 
-  it("keeps what a full dict refused for the next flush, and says so once", function()
+  -- A full dict: ngx_http_lua's incr with an init value evicted other
+  -- series to make room, without a word (issue 20: the long-lived
+  -- /work/light series gone). Nothing is evicted now: a label the dict
+  -- has no room for goes to the overflow label ("other"), and what the
+  -- overflow cannot hold waits in the worker; each said once.
+  it("a full dict: a label with no room goes to the overflow; nothing evicted, said once", function()
+    -- 55 series: the overflow's 52, made at new(), and 3
     local r = assert(resty.new { dict = "small", flush_ms = 5000 })
     assert.are.equal(5, timers[1].interval)
-    for _ = 1, 3 do request(r, "/a", 1000) end
-    for _ = 1, 2 do request(r, "/b", 1000) end
+    local want = {}
+    local function counted(d)
+      want[0] = (want[0] or 0) + 1
+      for k, ev in ipairs(resty.DEFAULT_EVENTS) do want[k] = (want[k] or 0) + d[ev] end
+    end
+    for _ = 1, 3 do counted(request(r, "/a", 1000)) end
+    for _ = 1, 2 do counted(request(r, "/b", 1000)) end
+    assert(r:flush())
+    timers[1].f(false)
+    assert.are.equal(1, #logged)
+    assert.matches("^perfev.resty: lua_shared_dict 'small' is full: uri '/[ab]' and the new ones after it are "
+                   .. "counted under 'other'", logged[1])
+    -- every request and every count is in some series
+    local dict = fake.shared.small
+    local function total(i)
+      local sum = 0
+      for key, v in pairs(dict.data) do if key:sub(1, #tostring(i) + 1) == i .. "\t" then sum = sum + v end end
+      return sum
+    end
+    for i = 0, 3 do assert.are.equal(want[i], total(i), "series " .. i) end
+    assert.is_true(dict:get("0\tother") >= 2)
+    -- the labels moved stay under the overflow
+    local before = dict:get("0\tother")
+    request(r, "/a", 10)
+    request(r, "/b", 10)
+    assert(r:flush())
+    assert.are.equal(before + 2, dict:get("0\tother"))
+    assert.are.equal(1, #logged)
+    -- the overflow's own series refused (another user of the dict took
+    -- its room): they wait in the worker, said once, and arrive whole
+    for key in pairs(dict.data) do if key:find("\tother$") then dict.data[key] = nil end end
+    dict.keys, dict.room = 0, 0
+    request(r, "/c", 10)
     local ok, err = r:flush()
     assert.is_nil(ok)
     assert.matches("no memory", err)
     timers[1].f(false)
-    assert.are.equal(1, #logged)
-    assert.matches("perfev.resty: cannot add to lua_shared_dict 'small': no memory", logged[1], 1, true)
-    -- room again: the sums the dict refused arrive whole
-    fake.shared.small.room = nil
+    assert.are.equal(2, #logged)
+    assert.matches("perfev.resty: cannot add to lua_shared_dict 'small': no memory", logged[2], 1, true)
+    dict.room = nil
     assert(r:flush())
-    assert.are.equal(3, fake.shared.small:get("0\t/a"))
-    assert.are.equal(2, fake.shared.small:get("0\t/b"))
+    assert.are.equal(1, dict:get("0\tother"))
     r:close()
   end)
 

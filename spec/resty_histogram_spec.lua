@@ -8,7 +8,7 @@ local shell = require "spec.support.shell"
 local prom = require "perfev.resty.prom"
 local labels = require "perfev.resty.labels"
 
--- A lua_shared_dict for incr/add/get/get_keys.
+-- A lua_shared_dict for incr/add/safe_add/get/get_keys.
 local function fake_dict()
   local d = { data = {} }
   function d.incr(self, key, v, init)
@@ -25,6 +25,7 @@ local function fake_dict()
     self.data[key] = v
     return true
   end
+  d.safe_add = d.add   -- (never full: nothing to evict)
   function d.get(self, key) return self.data[key] end
   function d.get_keys(self)
     local t = {}

@@ -60,7 +60,16 @@ M.caches_longest = {}
 for w in pairs(M.cache_by_word) do M.caches_longest[#M.caches_longest + 1] = w end
 table.sort(M.caches_longest, function(a, b) return #a > #b or (#a == #b and a < b) end)
 
+-- cache and op rows of this module's tables (cache_by_word ...), checked
+local function rows(fname, cache, op)
+  if type(cache) ~= "table" or type(cache[3]) ~= "table" or (op ~= nil and type(op) ~= "table") then
+    require("perfev.options").raisef("perfev.cache.%s: expects a cache row and an operation row of perfev.cache's "
+                                     .. "tables", fname)
+  end
+end
+
 local function supports(cache, op)
+  rows("supports", cache, op or false)
   for _, o in ipairs(cache[3]) do
     if o == op[1] then return true end
   end
@@ -70,6 +79,8 @@ M.supports = supports
 
 -- The config of cache/op/result rows (op and result may be nil: load, refs).
 function M.config(cache, op, result)
+  rows("config", cache, op)
+  if result ~= nil and type(result) ~= "table" then rows("config", cache, false) end
   return compat.bor(cache[2], compat.lshift(op and op[2] or OP.READ, 8),
       compat.lshift(result and result[2] or RES.ACCESS, 16))
 end

@@ -46,9 +46,25 @@ M.runtime = M.luajit and rawget(_G, "jit").version or _VERSION
 
 M.table_unpack = table.unpack or rawget(_G, "unpack")
 M.table_pack = table.pack or function(...) return { n = select("#", ...), ... } end
-M.rawlen = rawget(_G, "rawlen") or function(v) return #v end
+M.rawlen = rawget(_G, "rawlen") or function(v)
+  if type(v) ~= "table" and type(v) ~= "string" then
+    require("perfev.options").raisef("perfev.compat.rawlen: expects a table or a string, got %s", type(v))
+  end
+  return #v
+end
 
 local EXACT = 2 ^ 53
+
+-- A caller's wrong value, raised at its line naming the function
+-- (perfev.options places it; loaded here only then: it needs this module).
+local function refuse(name, fmt, ...)
+  require("perfev.options").raisef("perfev.compat.%s: " .. fmt, name, ...)
+end
+local function kind(v)
+  if type(v) == "number" then return tostring(v) end
+  if type(v) == "boolean" then return "boolean " .. tostring(v) end
+  return type(v)
+end
 
 -- f(a, b) extended to f(a, b, c, ...) (associative operations).
 function M.variadic(f)
@@ -64,12 +80,12 @@ end
 -- error at the caller's caller.
 function M.hex_digits(s)
   local h = type(s) == "string" and (s:match("^0[xX](%x+)$") or s:match("^(%x+)$"))
-  if not h then error("perfev.compat: not a hexadecimal constant: " .. tostring(s), 3) end
+  if not h then refuse("hex64", "not a hexadecimal constant: %s", type(s) == "string" and s:sub(1, 40) or kind(s)) end
   return h
 end
 function M.dec_digits(s)
   if type(s) ~= "string" or not s:match("^%d+$") then
-    error("perfev.compat: not a decimal constant: " .. tostring(s), 3)
+    refuse("dec64", "not a decimal constant: %s", type(s) == "string" and s:sub(1, 40) or kind(s))
   end
   return s
 end
@@ -99,9 +115,33 @@ if not M.luajit then
            function(a, n) return a << n end, function(a, n) return a >> n end,
            function(a, b) return a // b end, function(a, b) return a & b ~= 0 end
   ]], "=perfev.compat"))
-  M.band, M.bor, M.bxor, M.bnot, M.lshift, M.rshift, M.idiv, M.btest = ops()
-  M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor)
-  M.ult = math.ult
+  local band, bor, bxor, bnot, lshift, rshift, idiv, btest = ops()
+  -- each operand an integer (an integral float counts, as Lua converts
+  -- it), or a refusal naming the function (issue 20: "attempt to perform
+  -- bitwise operation on a boolean value" from inside this module)
+  local mtype, toint = math.type, math.tointeger
+  local function two(f, name)
+    return function(a, b)
+      if (mtype(a) == "integer" or toint(a)) and (mtype(b) == "integer" or toint(b)) then return f(a, b) end
+      refuse(name, "expects integers, got %s and %s", kind(a), kind(b))
+    end
+  end
+  M.band, M.bor, M.bxor = M.variadic(two(band, "band")), M.variadic(two(bor, "bor")), M.variadic(two(bxor, "bxor"))
+  M.lshift, M.rshift, M.btest = two(lshift, "lshift"), two(rshift, "rshift"), two(btest, "btest")
+  M.bnot = function(a)
+    if mtype(a) == "integer" or toint(a) then return bnot(a) end
+    refuse("bnot", "expects an integer, got %s", kind(a))
+  end
+  local idiv_int = two(idiv, "idiv")
+  M.idiv = function(a, b)
+    if b == 0 and mtype(a) == "integer" and mtype(b) == "integer" then refuse("idiv", "division by zero") end
+    if type(a) == "number" and type(b) == "number" then return idiv(a, b) end   -- floats too, as // does
+    return idiv_int(a, b)
+  end
+  M.ult = function(a, b)
+    if mtype(a) == "integer" and mtype(b) == "integer" then return math.ult(a, b) end
+    refuse("ult", "expects integers, got %s and %s", kind(a), kind(b))
+  end
   M.isinteger = function(v) return math.type(v) == "integer" end
   M.math_type = math.type
   M.tointeger = math.tointeger
@@ -128,14 +168,17 @@ if not M.luajit then
     return function(a, b)
       local ia, ib = math.tointeger(a), math.tointeger(b)
       if not ia or not ib then
-        error(("perfev.compat.%s: expects two integers, got %s and %s"):format(name, tostring(a), tostring(b)), 2)
+        refuse(name, "expects two integers, got %s and %s", kind(a), kind(b))
       end
       return f(ia, ib)
     end
   end
   M.add, M.sub, M.mul = int2(add, "add"), int2(sub, "sub"), int2(mul, "mul")
   M.u64 = function(v) return M.tointeger(v) end
-  M.hex = function(v) return ("%x"):format(v) end
+  M.hex = function(v)
+    if mtype(v) ~= "integer" and not toint(v) then refuse("hex", "expects an integer, got %s", kind(v)) end
+    return ("%x"):format(v)
+  end
   M.tostring = function(v)
     if math.type(v) == "float" then return ("%.0f"):format(v) end
     return tostring(v)
@@ -144,6 +187,7 @@ if not M.luajit then
   local udiv10 = assert(load("return function(v) return (v >> 1) // 5 end", "=perfev.compat"))()
   M.udec = function(v)
     if math.type(v) == "float" then v = math.tointeger(v) end
+    if mtype(v) ~= "integer" then refuse("udec", "expects an integer, got %s", kind(v)) end
     if v >= 0 then return tostring(v) end
     local q = udiv10(v)
     return tostring(q) .. tostring(v - q * 10)
@@ -177,15 +221,15 @@ local function exact_number(v)
 end
 
 -- v as a uint64_t cdata, or an error naming what it is.
-local function to64(v, level)
+-- (name: the function the caller called, for the refusal)
+local function to64(v, name)
   if type(v) == "number" then
     if exact_number(v) then return u64_t(i64_t(v)) end
-    error(("perfev.compat: %s is not an exact integer (above 2^53 a double may already be "
-           .. "rounded: write it as a uint64_t, e.g. 0x8000000000000001ULL)"):format(tostring(v)),
-          (level or 1) + 1)
+    refuse(name or "u64", "%s is not an exact integer (above 2^53 a double may already be "
+           .. "rounded: write it as a uint64_t, e.g. 0x8000000000000001ULL)", tostring(v))
   end
   if is64(v) then return u64_t(v) end
-  error("perfev.compat: expected an integer, got " .. type(v), (level or 1) + 1)
+  refuse(name or "u64", "expects an integer, got %s", kind(v))
 end
 
 local function small(v) return type(v) == "number" and v >= 0 and v < 4294967296 and v == floor(v) end
@@ -193,26 +237,31 @@ local U32 = 4294967296
 
 function M.band(a, b)
   if small(a) and small(b) then return bit.band(a, b) % U32 end
-  return norm(bit.band(to64(a, 2), to64(b, 2)))
+  return norm(bit.band(to64(a, "band"), to64(b, "band")))
 end
 function M.bor(a, b)
   if small(a) and small(b) then return bit.bor(a, b) % U32 end
-  return norm(bit.bor(to64(a, 2), to64(b, 2)))
+  return norm(bit.bor(to64(a, "bor"), to64(b, "bor")))
 end
 function M.bxor(a, b)
   if small(a) and small(b) then return bit.bxor(a, b) % U32 end
-  return norm(bit.bxor(to64(a, 2), to64(b, 2)))
+  return norm(bit.bxor(to64(a, "bxor"), to64(b, "bxor")))
 end
-function M.bnot(a) return norm(bit.bnot(to64(a, 2))) end
+function M.bnot(a) return norm(bit.bnot(to64(a, "bnot"))) end
+local function shift_count(n, name)
+  if type(n) ~= "number" or n ~= floor(n) then refuse(name, "the count must be an integer, got %s", kind(n)) end
+end
 function M.lshift(a, n)
+  shift_count(n, "lshift")
   if n >= 64 or n <= -64 then return 0 end
   if n < 0 then return M.rshift(a, -n) end
-  return norm(bit.lshift(to64(a, 2), n))
+  return norm(bit.lshift(to64(a, "lshift"), n))
 end
 function M.rshift(a, n)
+  shift_count(n, "rshift")
   if n >= 64 or n <= -64 then return 0 end
   if n < 0 then return M.lshift(a, -n) end
-  return norm(bit.rshift(to64(a, 2), n))
+  return norm(bit.rshift(to64(a, "rshift"), n))
 end
 function M.btest(a, b) return M.band(a, b) ~= 0 end
 M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor)
@@ -220,7 +269,8 @@ M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor
 function M.idiv(a, b)
   if type(a) == "number" and type(b) == "number" then return floor(a / b) end
   -- 64-bit: as signed when either side is negative, as Lua 5.3's // does
-  local sa, sb = i64_t(to64(a, 2)), i64_t(to64(b, 2))
+  local sa, sb = i64_t(to64(a, "idiv")), i64_t(to64(b, "idiv"))
+  if sb == 0 then refuse("idiv", "division by zero") end
   local q = sa / sb
   if (sa % sb ~= 0) and ((sa < 0) ~= (sb < 0)) then q = q - 1 end
   return norm(q)
@@ -228,7 +278,7 @@ end
 
 function M.ult(a, b)
   if type(a) == "number" and type(b) == "number" and a >= 0 and b >= 0 then return a < b end
-  return to64(a, 2) < to64(b, 2)
+  return to64(a, "ult") < to64(b, "ult")
 end
 
 function M.isinteger(v) return exact_number(v) or is64(v) end
@@ -240,7 +290,7 @@ function M.tointeger(v)
 end
 function M.u64(v)
   if type(v) == "number" and not exact_number(v) then return nil end
-  return to64(v, 2)
+  return to64(v, "u64")
 end
 
 function M.math_type(v)
@@ -272,10 +322,10 @@ local function arith(name, op, exact)
       local r = exact(a, b)
       if r > -EXACT and r < EXACT then return r end   -- strictly: 2^53 + 1 rounds to 2^53
     end
-    local ok, ua, ub = pcall(function() return to64(a), to64(b) end)
-    if not ok then
-      error(("perfev.compat.%s: expects two integers, got %s and %s"):format(name, tostring(a), tostring(b)), 2)
+    if not (exact_number(a) or is64(a)) or not (exact_number(b) or is64(b)) then
+      refuse(name, "expects two integers, got %s and %s", kind(a), kind(b))
     end
+    local ua, ub = to64(a, name), to64(b, name)
     return norm(op(ua, ub))
   end
 end
@@ -287,7 +337,7 @@ function M.hex(v)
   if type(v) == "number" then
     if v >= 0 then return ("%x"):format(v) end
   end
-  local s = bit.tohex(to64(v, 2), 16):gsub("^0+", "")
+  local s = bit.tohex(to64(v, "hex"), 16):gsub("^0+", "")
   return s == "" and "0" or s
 end
 function M.tostring(v)
@@ -296,7 +346,7 @@ function M.tostring(v)
 end
 function M.udec(v)
   if type(v) == "number" and v >= 0 then return ("%.0f"):format(v) end
-  return (tostring(to64(v, 2)):gsub("ULL$", ""))
+  return (tostring(to64(v, "udec")):gsub("ULL$", ""))
 end
 function M.key(v)
   if type(v) == "cdata" then return M.tostring(v) end
@@ -373,7 +423,17 @@ local function read_uint(s, p, size, little)
   return v
 end
 
+-- (LuaJIT: perfev's own; their wrong arguments refused as string.pack's)
+local function check_fmt(fmt, name)
+  if type(fmt) ~= "string" then refuse(name, "the format must be a string, got %s", kind(fmt)) end
+end
+
 function M.unpack(fmt, s, init)
+  check_fmt(fmt, "unpack")
+  if type(s) ~= "string" then refuse("unpack", "the data must be a string, got %s", kind(s)) end
+  if init ~= nil and (type(init) ~= "number" or init ~= floor(init)) then
+    refuse("unpack", "the position must be an integer, got %s", kind(init))
+  end
   local items = parse(fmt)
   local pos = init or 1
   if pos < 0 then pos = #s + pos + 1 end
@@ -448,6 +508,7 @@ local function int_bytes(v, size, signed, little, argn)
 end
 
 function M.pack(fmt, ...)
+  check_fmt(fmt, "pack")
   local items = parse(fmt)
   local parts, argn = {}, 0
   for i = 1, #items do
@@ -484,6 +545,7 @@ function M.pack(fmt, ...)
 end
 
 function M.packsize(fmt)
+  check_fmt(fmt, "packsize")
   local total = 0
   for _, it in ipairs(parse(fmt)) do
     if it.k == "s" or it.k == "z" then error("perfev.compat: variable-length format", 2) end

@@ -127,6 +127,9 @@ local function must(s, err) if not s then error(err, 0) end return s end
 -- headers and the section names; symbol tables are read on demand. Raises
 -- (open() turns that into nil, message).
 function M.read_headers(f, path)
+  if io.type(f) ~= "file" then
+    require("perfev.options").raisef("perfev.elf.read_headers: expects an open file, got %s", type(f))
+  end
   local ident, rerr = f:read(16)
   if not ident and rerr then error(("cannot read %s: %s"):format(path, rerr), 0) end
   if not ident or #ident < 16 or ident:sub(1, 4) ~= "\127ELF" then
@@ -176,8 +179,21 @@ function M.read_headers(f, path)
   return e
 end
 
--- open_file(path) -> elf, f (open, for the caller to close) | nil, message
-local function open_file(path)
+-- A caller's wrong value, raised at its line naming the function (issue
+-- 20: "bad argument #1 to 'open'" from inside this file).
+local function refuse(fname, fmt, ...)
+  local msg = ("perfev.elf.%s: " .. fmt):format(fname, ...)
+  local ok, options = pcall(require, "perfev.options")   -- (needs the core, which this module may lack)
+  if ok then options.raise(msg) end
+  error(msg, 4)
+end
+local function check_path(path, fname)
+  if type(path) ~= "string" then refuse(fname, "path must be a string, got %s", type(path)) end
+end
+
+-- open_file(path, fname) -> elf, f (open, for the caller to close) | nil, message
+local function open_file(path, fname)
+  check_path(path, fname)
   local f, msg = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
   local ok, e = pcall(M.read_headers, f, path)
@@ -187,10 +203,7 @@ end
 
 -- open(path) -> elf | nil, message
 function M.open(path)
-  if type(path) ~= "string" then
-    require("perfev.options").raisef("perfev.elf.open: expected a path, got %s", type(path))
-  end
-  local e, f = open_file(path)
+  local e, f = open_file(path, "open")
   if not e then return nil, f end
   f:close()
   return e
@@ -362,6 +375,7 @@ end
 
 -- func_offset(path, name) -> file offset, symbol | nil, message
 function M.func_offset(path, name)
+  check_path(path, "func_offset")
   local e, err = M.open(path)
   if not e then return nil, err end
   local sym, serr = e:find(name)
@@ -374,6 +388,7 @@ end
 -- parse_notes(s, big_endian) -> the GNU build id (raw bytes) among the ELF
 -- notes in s, or nil.
 function M.parse_notes(s, big_endian)
+  if type(s) ~= "string" then refuse("parse_notes", "expects the notes' bytes, a string, got %s", type(s)) end
   local r = READERS[big_endian and true or false]
   local pos = 1
   while pos + 12 <= #s + 1 do
@@ -401,7 +416,7 @@ end
 
 -- build_id(path) -> raw bytes | nil, why
 function M.build_id(path)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "build_id")
   if not e then return nil, f end
   local id = note_id(e, f)
   f:close()
@@ -431,6 +446,7 @@ M.better = better
 -- each start and gives every zero-size symbol the start of the next (or
 -- the end of its page + 4096, for the last).
 function M.finish(list)
+  if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
   if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/elfsym.c)
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
@@ -514,7 +530,7 @@ end
 -- why: what perf's symsrc__init learns of a candidate file, without its
 -- symbols (type: the e_type number).
 function M.inspect(path)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "inspect")
   if not e then return nil, f end
   local info = { path = path, type = e.etype, build_id = note_id(e, f), segments = e.segments }
   for _, s in ipairs(e.sections) do
@@ -534,7 +550,7 @@ end
 -- whose PLT stubs are added as "name@plt" symbols (the runtime file, as
 -- perf does), when the table has symbols of its own.
 function M.symbols(path, which, runtime, plt_from)
-  local e, f = open_file(path)
+  local e, f = open_file(path, "symbols")
   if not e then return nil, f end
   local want = which == ".symtab" and SHT_SYMTAB or SHT_DYNSYM
   local ok, list, any = true, {}, false
@@ -565,7 +581,7 @@ function M.symbols(path, which, runtime, plt_from)
   -- (dso__load: ret > 0; functions or data objects): a stripped executable
   -- whose .dynsym holds only imports keeps its PLT stubs unnamed
   if plt_from and any then
-    local pe, pf = open_file(plt_from)
+    local pe, pf = open_file(plt_from, "symbols")
     if pe then
       for _, x in ipairs(plt_symbols(pe, pf)) do list[#list + 1] = x end
       pf:close()

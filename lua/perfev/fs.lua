@@ -6,8 +6,15 @@ local M = {}
 
 local has_lfs, lfs = pcall(require, "lfs")
 
+-- A path or a list that is not a string: refused at the caller's line,
+-- naming the function (perfev.options, loaded only then: it needs the core)
+local function str(v, fname, name)
+  if type(v) ~= "string" then require("perfev.options").arg(v, "string", "perfev.fs." .. fname, name) end
+end
+
 -- read(path) -> contents without the trailing newline | nil, message, errno
 function M.read(path)
+  str(path, "read", "the path")
   local f, msg, errno = io.open(path, "r")
   if not f then return nil, msg, errno end
   local s, rmsg, rerrno = f:read("a")
@@ -22,6 +29,7 @@ end
 
 -- dir(path) -> sorted list of entry names (no "." or "..") | nil, message
 function M.dir(path)
+  str(path, "dir", "the path")
   local list = {}
   if has_lfs then
     local ok, iter, state = pcall(lfs.dir, path)
@@ -42,6 +50,7 @@ end
 
 -- isdir(path) -> boolean
 function M.isdir(path)
+  str(path, "isdir", "the path")
   if has_lfs then return lfs.attributes(path, "mode") == "directory" end
   local f = io.open(path .. "/.", "r")
   if f then f:close() return true end
@@ -59,6 +68,7 @@ end
 -- kernel's list format (cpulist files, PMU format/ bit ranges), each
 -- range ascending; commas or whitespace separate the items.
 function M.ranges(s)
+  str(s, "ranges", "the list")
   local out = {}
   for item in s:gmatch("[^,%s]+") do
     local lo, hi = item:match("^(%d+)%-(%d+)$")
@@ -76,6 +86,7 @@ end
 
 -- cpulist("0-3,5") -> { 0, 1, 2, 3, 5 } | nil, message
 function M.cpulist(s)
+  str(s, "cpulist", "the list")
   local ranges, err = M.ranges(s)
   if not ranges then return nil, err end
   local cpus = {}
@@ -87,6 +98,7 @@ end
 
 -- exists(path) -> boolean (file or directory)
 function M.exists(path)
+  str(path, "exists", "the path")
   if has_lfs then return lfs.attributes(path, "mode") ~= nil end
   local f = io.open(path, "r")
   if f then f:close() return true end

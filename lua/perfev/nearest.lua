@@ -2,8 +2,17 @@
 -- message of the Lua layer that names an unknown field, option or event.
 local M = {}
 
+-- (a caller's wrong value: raised at its line, naming the function;
+-- perfev.options loads this module, so it is asked only then)
+local function want(ok, fname, what, v)
+  if not ok then require("perfev.options").arg(v, what, "perfev.nearest." .. fname, "its argument") end
+end
+
 -- Levenshtein distance, bounded: stops early once every cell exceeds max.
 function M.distance(a, b, max)
+  want(type(a) == "string", "distance", "string", a)
+  want(type(b) == "string", "distance", "string", b)
+  want(type(max) == "number" and max == max, "distance", "number", max)
   if math.abs(#a - #b) > max then return max + 1 end
   local prev = {}
   for j = 0, #b do prev[j] = j end
@@ -25,6 +34,9 @@ end
 -- list(name, names, n) -> up to n names closest to name: those that
 -- contain it or that it contains first, then by edit distance.
 function M.list(name, names, n)
+  want(type(name) == "string", "list", "string", name)
+  want(type(names) == "table", "list", "table", names)
+  want(n == nil or type(n) == "number", "list", "number", n)
   n = n or 5
   local max = math.max(2, math.floor(#name / 3))
   local scored, seen = {}, {}
@@ -55,6 +67,7 @@ end
 -- a small edit distance, else "". names: a list, or a set (name -> true).
 function M.hint(name, names)
   if type(name) ~= "string" then return "" end
+  want(type(names) == "table", "hint", "table", names)
   local list = names
   if #names == 0 then
     list = {}

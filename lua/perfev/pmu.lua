@@ -16,7 +16,20 @@ M.ROOT = "/sys/bus/event_source/devices"
 
 local cache = {}   -- root -> { names = list, pmus = name -> pmu | false }
 
+-- A caller's value of the wrong kind, refused at its line naming the
+-- function (perfev.options, loaded only then)
+local function want(v, kind, fname, name)
+  if type(v) ~= kind then require("perfev.options").arg(v, kind, "perfev.pmu." .. fname, name) end
+end
+local function not_pmu(p, fname)
+  require("perfev.options").raisef("perfev.pmu.%s: expects a PMU (perfev.pmu.get's), got %s", fname, type(p))
+end
+local function want_root(root, fname)
+  if root ~= nil then want(root, "string", fname, "the sysfs root") end
+end
+
 local function root_cache(root)
+  want_root(root, "root")
   root = root or M.ROOT
   local c = cache[root]
   if not c then
@@ -28,6 +41,7 @@ end
 
 -- Forget what was read (after a module load, or between fixture trees).
 function M.reset(root)
+  want_root(root, "reset")
   if root then cache[root] = nil else cache = {} end
 end
 
@@ -40,6 +54,7 @@ end
 
 -- parse_format("config1:0-7,32-35") -> { field = "config1", ranges = {{0,7},{32,35}}, bits = 12 }
 function M.parse_format(s)
+  want(s, "string", "parse_format", "the format")
   local field, spec = s:match("^%s*(config%d?):([%d,%-]+)%s*$")
   if not field then return nil, ("bad format '%s'"):format(s) end
   local ranges = fs.ranges(spec)
@@ -86,6 +101,7 @@ end
 
 -- get(name, root) -> pmu | nil: the PMU with exactly that name.
 function M.get(name, root)
+  want(name, "string", "get", "the name")
   local c, r = root_cache(root)
   local p = c.pmus[name]
   if p == nil then
@@ -106,6 +122,7 @@ function M.all(root)
 end
 
 local function glob_pattern(g)
+  want(g, "string", "glob_pattern", "the glob")
   g = g:gsub("%*+", "*")   -- one star for a run: a run would backtrack for nothing
   return "^" .. g:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".") .. "$"
 end
@@ -116,6 +133,7 @@ M.glob_pattern = glob_pattern
 -- "uncore_", which may be left out) whose name is the word, the word
 -- followed by _N, or matches the word as a glob (`*imc*`). Empty when none.
 function M.match(word, root)
+  want(word, "string", "match", "the word")
   local exact = M.get(word, root)
   if exact then return { exact } end
   local list = {}
@@ -137,6 +155,11 @@ end
 -- ORs value into the bits of the PMU's format term (perf's behaviour:
 -- a term given twice ORs its values).
 function M.set_term(p, term, value, fields)
+  if type(p) ~= "table" or type(p.formats) ~= "table" then not_pmu(p, "set_term") end
+  want(fields, "table", "set_term", "the fields")
+  if not compat.isinteger(value) then
+    require("perfev.options").arg(value, "integer", "perfev.pmu.set_term", "the value")
+  end
   local f = p.formats[term]
   if not f then return nil, "unknown" end
   if f.bits < 64 and (value < 0 or compat.rshift(value, f.bits) ~= 0) then
@@ -177,12 +200,15 @@ end
 
 -- event(pmu, name) -> the named event of the PMU (case-insensitive) | nil
 function M.event(p, name)
+  if type(p) ~= "table" or type(p.events) ~= "table" then not_pmu(p, "event") end
+  want(name, "string", "event", "the name")
   return p.events[name:lower()]
 end
 
 -- find_event(name, root) -> list of { pmu, event } for a bare alias name
 -- that some PMU's events/ directory defines.
 function M.find_event(name, root)
+  want(name, "string", "find_event", "the name")
   local list = {}
   for _, p in ipairs(M.all(root)) do
     local ev = M.event(p, name)

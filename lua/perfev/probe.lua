@@ -99,6 +99,8 @@ end
 
 -- kallsyms_has(name, path) -> true | nil, message (with the nearest names)
 function M.kallsyms_has(name, path)
+  options.arg(name, "string", "perfev.probe.kallsyms_has", "the name")
+  if path ~= nil then options.arg(path, "string", "perfev.probe.kallsyms_has", "the path") end
   path = path or M.KALLSYMS
   local s, err = fs.read(path)
   if not s then return nil, ("cannot read %s: %s"):format(path, err) end
@@ -137,6 +139,8 @@ end
 -- (path, or false to skip the check). fields: type, config, the probe's
 -- attr fields, name, pmu, probe.
 function M.build(kind, args, opts)
+  options.arg(args, "table", "perfev.probe.build", "its arguments")
+  if opts ~= nil then options.arg(opts, "table", "perfev.probe.build", "its options") end
   opts = opts or {}
   local ok, err = check(kind, args)
   if not ok then return nil, err end

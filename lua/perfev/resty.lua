@@ -31,15 +31,8 @@ local prom = require "perfev.resty.prom"
 local series = require "perfev.resty.series"
 local tags = require "perfev.resty.tags"
 
--- ngx_lua's API. Outside nginx (a plain Lua) a call that needs it says so,
--- rather than "attempt to index a nil value (global 'ngx')".
--- (A global ngx set after this module loaded, as a test's stand-in, is used.)
-local ngx = rawget(_G, "ngx") or setmetatable({}, { __index = function(_, k)
-  local late = rawget(_G, "ngx")
-  if late then return late[k] end
-  options.raisef("perfev.resty: ngx.%s is not there: perfev.resty runs inside nginx, with ngx_lua "
-                 .. "(OpenResty, or nginx's lua module), not in a plain Lua", tostring(k))
-end })
+-- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
+local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
@@ -177,6 +170,19 @@ function _M.new(opts)
     prefix = opts.prefix or "perfev_request_", label = opts.label,
     layout = layout, names = names,
   }, mt)
+  if dict then
+    -- the overflow label's series made now, at 0, while the dict has room:
+    -- the labels the dict turns away later are counted there
+    local keys, overflow = layout.keys, names.overflow
+    for pos = 1, layout.width do
+      local okr, rerr = dict:safe_add(keys[pos] .. overflow, 0)
+      if not okr and rerr ~= "exists" then
+        g:close()
+        return nil, ("perfev.resty: lua_shared_dict '%s' has no room for the %d series of label '%s': %s"):format(
+          opts.dict, layout.width, overflow, tostring(rerr))
+      end
+    end
+  end
   self.scopes, self.user_only = scopes(g, events)
   if #self.user_only > 0 then log_user_only(self.user_only) end
   if dict and flush > 0 then
@@ -229,8 +235,12 @@ end
 
 -- This worker's sums of one label into the dict, each series by one
 -- incr, zeroed once added (a series at 0 is written the first time only:
--- it shows as 0); a series the dict refused (full) stays, for the next
--- flush, and is said once per worker in error.log.
+-- it shows as 0). Nothing is evicted for it (series.incr): when the dict
+-- has no room for a label's series, what is left of its sums goes to the
+-- overflow label's, and its later requests too (labels:refuse), said once
+-- per worker in error.log; the overflow's own series the dict refused stay
+-- in the worker, for the next flush, said once too. Returns true, or nil,
+-- err and whether the label was moved to the overflow.
 local function flush_label(self, label, acc)
   local dict, keys = self.dict, self.layout.keys
   -- the counters' series (requests, sums) all the first time
@@ -238,8 +248,19 @@ local function flush_label(self, label, acc)
   for pos = 1, self.layout.width do
     local v = acc[pos]
     if v ~= 0 or pos <= all then
-      local _, err = dict:incr(keys[pos] .. label, v, 0)
+      local _, err = series.incr(dict, keys[pos] .. label, v)
       if err then
+        local overflow = self.names.overflow
+        if err == "no memory" and label ~= overflow then
+          if not self.overflowed then
+            self.overflowed = true
+            ngx.log(ngx.ERR, "perfev.resty: lua_shared_dict '", tostring(self.dict_name), "' is full: uri '", label,
+                    "' and the new ones after it are counted under '", overflow, "' (make the dict larger or ",
+                    "max_labels smaller)")
+          end
+          self.names:refuse(label)
+          return nil, err, true
+        end
         if not self.flush_failed then
           self.flush_failed = true
           ngx.log(ngx.ERR, "perfev.resty: cannot add to lua_shared_dict '", tostring(self.dict_name), "': ", err,
@@ -254,6 +275,20 @@ local function flush_label(self, label, acc)
   return true
 end
 
+-- The sums of a label the dict had no room for, added to the overflow
+-- label's (those of its series already written stay where they are).
+local function to_overflow(self, label)
+  local acc, overflow = self.sums[label], self.names.overflow
+  self.sums[label] = nil
+  local to = self.sums[overflow]
+  if not to then
+    to = series.acc(self.layout)
+    self.sums[overflow] = to
+  end
+  for pos = 1, self.layout.width do to[pos] = to[pos] + acc[pos] end
+  return overflow, to
+end
+
 -- inst:flush(): adds this worker's sums to the dict now (the timer calls
 -- it every `flush` seconds, serve() before it answers). true, or nil, err
 -- when the dict refused a series (it is kept for the next flush).
@@ -262,8 +297,15 @@ function _M.flush(self)
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
   if not self.dict then return true end
   local ok, err = true, nil
+  local moved = {}
   for label, acc in pairs(self.sums) do
-    local done, e = flush_label(self, label, acc)
+    local done, e, full = flush_label(self, label, acc)
+    if full then moved[#moved + 1] = label elseif not done then ok, err = nil, e end
+  end
+  if #moved > 0 then
+    for _, label in ipairs(moved) do to_overflow(self, label) end
+    local overflow = self.names.overflow
+    local done, e = flush_label(self, overflow, self.sums[overflow])
     if not done then ok, err = nil, e end
   end
   if ok then self.flush_failed = nil end
@@ -295,7 +337,12 @@ function _M.finish(self, label)
   local pool = self.pool
   if #pool < 256 then pool[#pool + 1] = start end
   if self.dict and self.flush_every == 0 then
-    ok, err = flush_label(self, label, acc)
+    local full
+    ok, err, full = flush_label(self, label, acc)
+    if full then
+      label, acc = to_overflow(self, label)
+      ok, err = flush_label(self, label, acc)
+    end
     if not ok then return nil, "perfev.resty: " .. tostring(err) end
   end
   return self.delta

@@ -61,12 +61,19 @@ function List.__tostring(t)
 end
 
 -- event(t) -> t, printing as perfev.parse.event(name: fields)
+-- (a value that is not a table refused at the caller's line)
+local function tbl(t, fname)
+  if type(t) ~= "table" then require("perfev.options").arg(t, "table", "perfev.show." .. fname, "its argument") end
+end
+
 function M.event(t)
+  tbl(t, "event")
   return setmetatable(t, Event)
 end
 
 -- list(t) -> t (a list of event tables), printing as perfev.parse.list(...)
 function M.list(t)
+  tbl(t, "list")
   return setmetatable(t, List)
 end
 

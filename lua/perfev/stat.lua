@@ -40,6 +40,7 @@ local RENAMED = {
   interval = { "interval_ms" },
 }
 
+-- (raised at the caller's line, however the call came: options.raise)
 local function fail(fmt, ...)
   options.raise("perfev.stat: " .. fmt:format(...))
 end
@@ -534,8 +535,8 @@ end
 M.format = format.format
 M.interval = format.interval
 M.default_events = events.default
-M.text = function(res) return format.format(res, { format = "text" }) end
-M.csv = function(res, sep) return format.format(res, { format = "csv", sep = sep }) end
-M.json = function(res) return format.format(res, { format = "json" }) end
+M.text = function(res) return format.format(res, { format = "text" }, "perfev.stat.text") end
+M.csv = function(res, sep) return format.format(res, { format = "csv", sep = sep }, "perfev.stat.csv") end
+M.json = function(res) return format.format(res, { format = "json" }, "perfev.stat.json") end
 
 return setmetatable(M, { __call = function(_, opts) return M.stat(opts) end })

@@ -257,6 +257,9 @@ Sym.__index = Sym
 -- no kernel names; default /proc/kallsyms), debug_dir (~/.debug),
 -- perfmap_dir ("/tmp").
 function M.new(opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    require("perfev.options").arg(opts, "table", "perfev.symbols.new", "its options")
+  end
   opts = opts or {}
   local ids, ranks = {}, {}
   for k, v in pairs(opts.build_ids or {}) do
@@ -623,6 +626,9 @@ local function abbreviate(name)
 end
 
 function M.demangle(entries)
+  if type(entries) ~= "table" then
+    require("perfev.options").arg(entries, "table", "perfev.symbols.demangle", "the entries")
+  end
   local todo, seen = {}, {}
   for _, e in ipairs(entries) do
     local n = e.name

@@ -5,6 +5,7 @@
 -- tracefs is looked for at /sys/kernel/tracing, then /sys/kernel/debug/tracing
 -- (or at the root given); errors name the missing mount or the permission.
 local core = require "perfev.core"
+local options = require "perfev.options"
 local fs = require "perfev.fs"
 local pmu = require "perfev.pmu"
 
@@ -14,6 +15,7 @@ M.ROOTS = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" }
 
 -- root(given) -> the tracefs directory holding events/ | nil, message
 function M.root(given)
+  if given ~= nil then options.arg(given, "string", "perfev.tracepoint", "the tracefs root") end
   local roots = given and { given } or M.ROOTS
   for _, r in ipairs(roots) do
     if fs.isdir(r .. "/events") then return r end
@@ -66,6 +68,7 @@ end
 
 -- events(subsystem, root) -> sorted list of event names in the subsystem
 function M.events(sys, root)
+  options.arg(sys, "string", "perfev.tracepoint.events", "the subsystem")
   local r, msg = M.root(root)
   if not r then return nil, msg end
   local list = {}
@@ -84,6 +87,8 @@ end
 -- matching subsystem (as perf requires); an event glob must match at
 -- least one event. Sorted by subsystem, then event name.
 function M.expand(sys, name, root)
+  options.arg(sys, "string", "perfev.tracepoint.expand", "the subsystem")
+  options.arg(name, "string", "perfev.tracepoint.expand", "the event name")
   local r, msg = M.root(root)
   if not r then return nil, msg end
   if not has_glob(sys) and not has_glob(name) then

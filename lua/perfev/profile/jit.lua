@@ -35,6 +35,7 @@ end
 local STATES = { G = "[GC]", J = "[JIT compiler]" }
 
 local MAX_FRAMES = 512
+local STACK_EVERY, STACK_MARGIN = 256, 512 * 1024
 local NAME_LEVELS = 64
 
 local function what_of(w)
@@ -123,6 +124,7 @@ function M.collector(jp, weigh, opts)
   opts = opts or {}
   local c = setmetatable({ jp = jp, weigh = weigh, main = opts.main, dump = jp.dumpstack, chain = {},
                            tag_of = opts.tag, recorded = opts.recorded, clock = opts.clock,
+                           stack_left = opts.stack_left,
                            names = setmetatable({}, { __mode = "k" }),
                            -- our resume/wrap closures -> label
                            wrappers_of = setmetatable({}, { __mode = "k" }) }, Collector)
@@ -201,12 +203,16 @@ end
 -- first time its signature is seen; after that a sample costs the
 -- signature and a table look-up, no table built.
 function Collector:signature(thread, vmstate)
-  local dump = self.dump
-  local sig = vmstate .. dump(thread, "pfl\1", MAX_FRAMES)
-  for i = #self.chain, 1, -1 do
-    sig = sig .. "\2" .. dump(self.chain[i].resumer, "pfl\1", MAX_FRAMES)
+  -- Only the innermost MAX_FRAMES links of the chain: each adds a frame
+  -- at least (its wrapper), so the stack is cut within them; the whole
+  -- chain made a sample cost its depth squared (issue 20: 30,000 nested
+  -- coroutine.wrap took over 60 s and 2.7 GB, 0.1 s unprofiled).
+  local dump, chain = self.dump, self.chain
+  local parts = { vmstate, dump(thread, "pfl\1", MAX_FRAMES) }
+  for i = #chain, math.max(1, #chain - MAX_FRAMES + 1), -1 do
+    parts[#parts + 1] = dump(chain[i].resumer, "pfl\1", MAX_FRAMES)
   end
-  return sig
+  return table.concat(parts, "\2")
 end
 
 -- the frame ids of a sample's stack, root first, and whether it was cut:
@@ -384,8 +390,21 @@ end
 
 -- coroutine.resume and coroutine.wrap while profiling: they push the
 -- (coroutine, resumer, wrapper) link the sampler walks down
+--
+-- LuaJIT nests resumes on the C stack with no bound (80 bytes a
+-- coroutine.wrap): past ~100,000 it crashes, profiled or not. Every
+-- STACK_EVERY links the C stack left is checked, and a resume that would
+-- leave less than STACK_MARGIN is refused with an error.
 function Collector:push(co, fn)
-  self.chain[#self.chain + 1] = { co = co, resumer = coroutine.running() or self.main, fn = fn }
+  local n = #self.chain + 1
+  if self.stack_left and n % STACK_EVERY == 0 then
+    local left = self.stack_left()
+    if left and left < STACK_MARGIN then
+      require("perfev.options").raise(("perfev.profile: coroutines nested %d deep: %d KiB of the C stack "
+        .. "left, refused (LuaJIT would crash further down)"):format(n, math.floor(left / 1024)))
+    end
+  end
+  self.chain[n] = { co = co, resumer = coroutine.running() or self.main, fn = fn }
 end
 
 function Collector:wrappers(resume, wrap)
@@ -526,7 +545,7 @@ function Engine:start()
   self.c = M.collector(timed(self.jp, self.budget), function()
     local w, _, lost = drain(ring, self.budget)
     return w, lost
-  end, { main = core.profiler_thread(), tag = self.tag })
+  end, { main = core.profiler_thread(), tag = self.tag, stack_left = core.stack_left })
   if self.timeline_n then self.c:timeline(self.timeline_n) end
   local co = coroutine
   self.saved = { resume = co.resume, wrap = co.wrap }

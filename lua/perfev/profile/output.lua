@@ -27,6 +27,7 @@ end
 
 -- format_of(path) -> format name, or nil and a message naming the suffixes.
 function M.format_of(path)
+  options.arg(path, "string", "perfev.profile.format_of", "the path")
   for _, f in ipairs(M.FORMATS) do
     if path:sub(-#f.suffix) == f.suffix then return f.format end
   end

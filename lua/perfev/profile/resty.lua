@@ -22,7 +22,8 @@
 -- the profile too, as in perfev.resty's counts); when the last one is
 -- logged, it folds its profile into the dict. Functions return true, or
 -- nil and a message: nothing raises on a request path.
--- luacheck: globals ngx
+-- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
+local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
 local perfev = require "perfev"
 local options = require "perfev.options"
 local folded = require "perfev.profile.folded"

@@ -24,7 +24,8 @@
 -- request path. Samples carry pprof labels (uri, trace_id) where
 -- perfev.resty.tags finds their request. pprof_init{ continuous = true }:
 -- no windows, the workers profile all the time (perfev.profile.continuous).
--- luacheck: globals ngx
+-- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
+local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
 local resty = require "perfev.profile.resty"
 local pprof = require "perfev.profile.pprof"
 local options = require "perfev.options"

@@ -9,6 +9,8 @@
 -- what a raw label became, so the rule and the dict are asked once per raw
 -- label and worker, not per request (up to CACHE raw labels, then it
 -- forgets them all and asks again).
+local series = require "perfev.resty.series"
+
 local M = {}
 
 M.MAX = 100
@@ -76,13 +78,14 @@ function M.new(opts)
   if overflow == nil then overflow = M.OVERFLOW end
   if type(overflow) ~= "string" then return nil, "option 'overflow' must be a string" end
   return setmetatable({ collapse = collapse, max = max, overflow = overflow, dict = opts.dict,
-                        cache = {}, cached = 0, admitted = {}, n = 0 }, Labels)
+                        cache = {}, cached = 0, admitted = {}, refused = {}, n = 0 }, Labels)
 end
 
 -- Whether `label` is one of the at most `max` values (admitting it when
 -- there is room).
 function Labels:admit(label)
   if self.admitted[label] then return true end
+  if self.refused[label] then return false end
   local d = self.dict
   if not d then
     if self.n >= self.max then return false end
@@ -95,13 +98,13 @@ function Labels:admit(label)
     self.admitted[label] = true
     return true
   end
-  local n = d:incr(COUNT_KEY, 1, 0)
+  local n = series.incr(d, COUNT_KEY, 1)
   if not n then return false end   -- the dict is full: nowhere to count it
   if n > self.max then
     d:incr(COUNT_KEY, -1)
     return false
   end
-  local ok, err = d:add(key, true)
+  local ok, err = d:safe_add(key, true)   -- no eviction: a full dict says "no memory"
   -- another worker admitted it meanwhile: counted once, by that worker
   if not ok and err == "exists" then d:incr(COUNT_KEY, -1) end
   if not ok and err ~= "exists" then
@@ -110,6 +113,13 @@ function Labels:admit(label)
   end
   self.admitted[label] = true
   return true
+end
+
+-- labels:refuse(label): its requests go to the overflow from now on (the
+-- dict had no room for its series).
+function Labels:refuse(label)
+  self.admitted[label], self.refused[label] = nil, true
+  self.cache, self.cached = {}, 0
 end
 
 -- labels:get(raw) -> the label value the request's series go under.

@@ -142,11 +142,28 @@ end
 
 -- config(res, opts) -> what the line printers need. opts.format: "text"
 -- (default), "csv" or "json"; opts.sep: the CSV separator (",").
-function M.config(res, opts, list)
+-- The result and options a caller gave, checked (issue 20: a wrong one
+-- raised "attempt to index" from this file); raised at the caller's line.
+local function check(res, opts, fname)
+  local options = require "perfev.options"
+  if type(res) ~= "table" or type(res.counters) ~= "table" then
+    options.raisef("%s: expects what perfev.stat returned, got %s", fname, options.describe(res))
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    options.raisef("%s: options must be a table, got %s", fname, options.describe(opts))
+  end
+  if opts and opts.sep ~= nil and type(opts.sep) ~= "string" then
+    options.raisef("%s: the separator must be a string, got %s", fname, options.describe(opts.sep))
+  end
+end
+
+function M.config(res, opts, list, fname)
+  check(res, opts, fname or "perfev.stat.format")
   opts = opts or {}
   local mode = opts.format or "text"
   if mode ~= "text" and mode ~= "csv" and mode ~= "json" then
-    error(("perfev.stat.format: format is 'text', 'csv' or 'json', got '%s'"):format(tostring(mode)), 3)
+    require("perfev.options").raisef("%s: format is 'text', 'csv' or 'json', got '%s'",
+                                     fname or "perfev.stat.format", tostring(mode))
   end
   local uw = 4
   for _, c in ipairs(list or res.counters) do uw = math.max(uw, #c.unit) end
@@ -245,8 +262,8 @@ local function aggregated(res, cfg, out, groups, counters, stamp_prefix)
 end
 
 -- format(res, opts) -> the whole output of a run (without interval lines)
-function M.format(res, opts)
-  local cfg = M.config(res, opts)
+function M.format(res, opts, fname)
+  local cfg = M.config(res, opts, nil, fname)
   local out = {}
   if cfg.mode == "text" then out[1] = header(res) end
   if res.groups then aggregated(res, cfg, out)
@@ -267,7 +284,13 @@ local INTERVAL_HEAD = { none = "CPU       ", socket = "socket cpus", die = "die 
 -- first and every 25 intervals, as perf does. With an aggregation (-A,
 -- --per-*), each group's lines, in the order of the whole run's.
 function M.interval(res, iv, opts)
-  local cfg = M.config(res, opts, iv.counters)
+  if type(iv) ~= "table" or type(iv.counters) ~= "table" or type(iv.time) ~= "number"
+     or type(iv.index) ~= "number" then
+    local options = require "perfev.options"
+    options.raisef("perfev.stat.interval: expects an interval of what perfev.stat returned (res.intervals[i]), "
+                   .. "got %s", options.describe(iv))
+  end
+  local cfg = M.config(res, opts, iv.counters, "perfev.stat.interval")
   local out = {}
   if cfg.mode == "text" and (iv.index - 1) % 25 == 0 then
     local head = iv.groups and INTERVAL_HEAD[res.aggr]
