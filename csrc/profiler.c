@@ -364,8 +364,9 @@ static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n
 
 /* The Lua stack of the sample into ids, root first: the coroutine's
  * frames, then its resumer's from our wrapper, and so on down to the main
- * thread. Returns the count, or -1 when out of memory. */
-static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
+ * thread. Returns the count, or -1 when out of memory; *cut: whether it was
+ * cut at MAX_FRAMES (the caller counts the samples it stands for). */
+static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids, int *cut)
 {
   int n = 0, full = 0;
   for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = RESUMER_LEVEL)
@@ -374,7 +375,6 @@ static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
     struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
     long id = prof_agg_frame(&p->agg, &k);
     ids[n++] = (uint32_t)id;
-    p->truncated++;
     if (id < 0)
       n = -1;
   }
@@ -383,6 +383,7 @@ static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids)
     ids[i] = ids[j];
     ids[j] = t;
   }
+  *cut = full;
   return n;
 }
 
@@ -399,11 +400,17 @@ static uint64_t now_ns(void)
 static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint64_t nsamples)
 {
   uint32_t ids[MAX_FRAMES];
-  int n = lua_stack(p, L, from, ids);
+  int cut = 0;
+  int n = lua_stack(p, L, from, ids, &cut);
   if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, w, nsamples) < 0) {
     p->oom = 1;
     return;
   }
+  /* every sample this record stands for (signals that came before the
+   * hook ran are one record): counted 1, a loaded machine's coalesced
+   * samples made a cut stack look uncut (90 of 100+) */
+  if (cut)
+    p->truncated += nsamples;
   p->weight += w;
   if (p->timeline.cap)
     prof_timeline_add(&p->timeline, &p->agg, ids, (uint32_t)n, now_ns(), w, nsamples);
@@ -454,6 +461,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
     return;
   uint32_t ids[MAX_FRAMES + MAX_NATIVE];
   int base = -2;                        /* the Lua stack: read at the first sample */
+  int cut = 0;
   uint64_t when = p->timeline.cap ? now_ns() : 0;
   uint64_t head = perfev_ring_head(p->ring), tail = pg->data_tail;
   while (tail + sizeof(struct perf_event_header) <= head) {
@@ -466,7 +474,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
       perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
       v = prof_budget_period(&p->budget, v);
       if (base == -2)
-        base = lua_stack(p, L, from, ids);
+        base = lua_stack(p, L, from, ids, &cut);
       int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
       if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, v, 1) < 0) {
         p->oom = 1;
@@ -476,6 +484,7 @@ static void record_native(struct profiler *p, lua_State *L, int from)
         prof_timeline_add(&p->timeline, &p->agg, ids, (uint32_t)n, when, v, 1);
       p->weight += v;
       p->samples++;
+      p->truncated += (uint64_t)cut;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
       perfev_ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
       p->lost += v;
