@@ -57,7 +57,7 @@ INSTALL_BIN  ?= $(PREFIX)/bin
 INSTALL_CMOD ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 INSTALL_LMOD ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 
-SRCS      := $(sort $(wildcard csrc/*.c))
+SRCS      := $(sort $(wildcard csrc/*.c csrc/*/*.c))
 OBJS      := $(SRCS:csrc/%.c=build/obj/%.o)
 ASAN_OBJS := $(SRCS:csrc/%.c=build/asan/obj/%.o)
 LUA_MODS  := $(sort $(shell find lua -name '*.lua' 2>/dev/null))
@@ -137,7 +137,7 @@ all: $(CORE)
 
 # ---- the C core ----
 $(CORE): $(OBJS) | $(NEED_DEPS)
-	$(if $(SRCS),,$(error no csrc/*.c to build))
+	$(if $(SRCS),,$(error no csrc/**.c to build))
 	@mkdir -p $(@D)
 	$(CC) -shared $(LDFLAGS) -o $@ $(OBJS)
 
@@ -146,7 +146,7 @@ build/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(ASAN_CORE): $(ASAN_OBJS) | $(NEED_DEPS)
-	$(if $(SRCS),,$(error no csrc/*.c to build))
+	$(if $(SRCS),,$(error no csrc/**.c to build))
 	@mkdir -p $(@D)
 	$(ASAN_CC) -shared $(SAN_FLAGS) $(LDFLAGS) -o $@ $(ASAN_OBJS)
 
@@ -239,7 +239,7 @@ cppcheck: | $(NEED_DEPS)
 	    -Icsrc $(wildcard csrc spec/helper bench/helper fuzz); \
 	else echo "lint: $(CPPCHECK) not installed, skipped"; fi
 
-# perfev-scm-1.rockspec lists every csrc/*.c and lua/**.lua: `make rockspec`
+# perfev-scm-1.rockspec lists every csrc/**.c and lua/**.lua: `make rockspec`
 # rewrites it from the tree, `make rockspec-check` fails when it is stale.
 rockspec: | $(NEED_DEPS)
 	$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) > $(ROCKSPEC).tmp
@@ -247,7 +247,7 @@ rockspec: | $(NEED_DEPS)
 
 rockspec-check: | $(NEED_DEPS)
 	@$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) | diff -u $(ROCKSPEC) - >&2 || \
-	  { echo "lint: $(ROCKSPEC) does not list csrc/*.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
+	  { echo "lint: $(ROCKSPEC) does not list csrc/**.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
 	@if command -v $(LUAROCKS) >/dev/null 2>&1; then echo "$(LUAROCKS) lint $(ROCKSPEC)"; $(LUAROCKS) lint $(ROCKSPEC); \
 	else echo "lint: $(LUAROCKS) not installed, 'luarocks lint' skipped"; fi
 
@@ -256,7 +256,7 @@ rockspec-check: | $(NEED_DEPS)
 # when it is stale or a file says nothing of what it holds, or when README.md
 # or doc/ names a path of the tree that does not exist.
 FILES_DOC  := doc/files.md
-FILES_LIST  = $(sort $(wildcard csrc/*.c csrc/*.h)) bin/perfev $(LUA_MODS)
+FILES_LIST  = $(sort $(wildcard csrc/*.c csrc/*.h csrc/*/*.c csrc/*/*.h)) bin/perfev $(LUA_MODS)
 files-doc: | $(NEED_DEPS)
 	$(LUA) tools/gen-files-doc.lua $(FILES_LIST) > $(FILES_DOC).tmp
 	mv $(FILES_DOC).tmp $(FILES_DOC)

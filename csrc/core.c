@@ -1,6 +1,6 @@
 /* luaopen_perfev_core: assembles the core module from its parts. */
 #include "perfev.h"
-#include "attach.h"
+#include "attach/attach.h"
 
 #define PERFEV_VERSION "0.1.0"
 

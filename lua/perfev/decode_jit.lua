@@ -1,7 +1,7 @@
 -- LuaJIT's iterator of field-selected values (perfev.decode with `fields`,
--- csrc/decoder.c's accelerate): when every field asked for is an integer
+-- csrc/record/decoder.c's accelerate): when every field asked for is an integer
 -- at a fixed offset of the samples of one attr in this byte order (a plan
--- of scalars, csrc/select.c), the C core hands the plan here and this
+-- of scalars, csrc/record/select.c), the C core hands the plan here and this
 -- module returns a Lua iterator that reads those offsets through the FFI.
 -- LuaJIT compiles it into the caller's loop: no C call a sample (LuaJIT's
 -- C API costs more per call than Lua 5.4's).
@@ -23,7 +23,7 @@ local compat = require "perfev.compat"
 local M = {}
 
 local SAMPLE = 9   -- PERF_RECORD_SAMPLE
--- the kinds of csrc/decode.h's PERFEV_SCALAR_*
+-- the kinds of csrc/record/decode.h's PERFEV_SCALAR_*
 local U64, U32, S32 = 0, 1, 2
 
 -- Each shape of plan (its kinds) gets one generated maker, so that the

@@ -214,7 +214,7 @@ local function read_table(e, f, sec, labels)
   local data = must(read_at(f, e.path, sec.offset, sec.size))
   local strings = must(read_at(f, e.path, strsec.offset, strsec.size))
   local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
-  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/elfsym.c)
+  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/symbols/elf.c)
     local kinds = {}
     for i, x in ipairs(secs) do kinds[i] = x.flags % 8 >= SHF_EXECINSTR and "\2" or "\1" end
     return core.elf_symtab(data, strings, e.be, labels, table.concat(kinds))
@@ -431,7 +431,7 @@ M.better = better
 -- each start and gives every zero-size symbol the start of the next (or
 -- the end of its page + 4096, for the last).
 function M.finish(list)
-  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/elfsym.c)
+  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/symbols/elf.c)
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
   -- symbols at it in their order

@@ -44,7 +44,7 @@ local function what_of(w)
 end
 
 -- A name for a function by its value: the local or upvalue of a caller
--- that holds it, the outermost first (as csrc/profiler.c's find_name).
+-- that holds it, the outermost first (as csrc/profiler/profiler.c's find_name).
 -- debug.getinfo's own name ("n") is not used: LuaJIT gives the name of the
 -- call that made the frame below, which after a tail call is the call of
 -- the function that made it (issue 19: every function of a parser named
@@ -363,7 +363,7 @@ local NO_TIMER_MS = 3600000
 
 -- jp with its callback timed: each sample's cost (the callback, and a
 -- signal's per sample) charged to budget, which lowers the event's rate
--- past its bound (csrc/profiler_budget.c)
+-- past its bound (csrc/profiler/budget.c)
 --
 -- Ctrl-C: luajit.c's SIGINT hook raises "interrupted!" at the next
 -- instruction, also inside this callback, which LuaJIT calls unprotected

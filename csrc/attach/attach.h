@@ -1,5 +1,5 @@
-/* The attach tracer (perfev.attach): what attach_tracer.c (seize, route,
- * resume, detach) and attach_wait.c (the wait step) share. */
+/* The attach tracer (perfev.attach): what attach/tracer.c (seize, route,
+ * resume, detach) and attach/wait.c (the wait step) share. */
 #ifndef PERFEV_ATTACH_H
 #define PERFEV_ATTACH_H
 
@@ -29,7 +29,7 @@ struct attach_tracer {
   struct attach_thread *t;
 };
 
-/* attach_tracer.c */
+/* attach/tracer.c */
 struct attach_tracer *perfev_tracer_check(lua_State *L);   /* self at 1; raises if closed */
 /* Adds tid (seized already) to the tracer; NULL when out of memory. */
 struct attach_thread *perfev_tracer_add(struct attach_tracer *tr, pid_t tid);
@@ -37,10 +37,10 @@ struct attach_thread *perfev_tracer_find(struct attach_tracer *tr, pid_t tid);
 /* Whether fd is the routed event fd of one of the threads. */
 int perfev_tracer_owns_fd(const struct attach_tracer *tr, int fd);
 
-/* attach_wait.c: tracer:wait(ms) */
+/* attach/wait.c: tracer:wait(ms) */
 int perfev_tracer_wait(lua_State *L);
 
-int perfev_attach_open_lib(lua_State *L);       /* core.attach_tracer (attach_tracer.c) */
-int perfev_attach_mem_open_lib(lua_State *L);   /* core.vm_read (attach_mem.c) */
+int perfev_attach_open_lib(lua_State *L);       /* core.attach_tracer (attach/tracer.c) */
+int perfev_attach_mem_open_lib(lua_State *L);   /* core.vm_read (attach/mem.c) */
 
 #endif

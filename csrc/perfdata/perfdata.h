@@ -1,7 +1,7 @@
 /* The perf.data record reader: the data section (or a pipe-mode stream)
  * read in fixed-size chunks, compressed records inflated, perf's own record
  * types decoded, kernel records through the record decoder, optionally
- * reordered by time the way perf does. Shared by perfdata*.c. */
+ * reordered by time the way perf does. Shared by the files of perfdata/. */
 #ifndef PERFEV_PERFDATA_H
 #define PERFEV_PERFDATA_H
 
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "perfev.h"
-#include "decode.h"
+#include "record/decode.h"
 #include "cursor.h"
 
 #define PD_READER_MT "perfev.perfdata.reader"
@@ -27,7 +27,7 @@ enum {
 };
 #define PD_USER_START 64
 
-/* ---- perfdata_zstd.c: libzstd, loaded when a file needs it ---- */
+/* ---- perfdata/zstd.c: libzstd, loaded when a file needs it ---- */
 struct pd_zstd;
 /* NULL and a reason in why[] when libzstd cannot be loaded. */
 struct pd_zstd *pd_zstd_new(char *why, size_t whylen);
@@ -38,7 +38,7 @@ int pd_zstd_reset(struct pd_zstd *z);
 const char *pd_zstd_inflate(struct pd_zstd *z, const unsigned char *in, size_t n,
                             unsigned char **out, size_t *len, size_t *cap, size_t max);
 
-/* ---- perfdata_order.c: perf's finished_round reordering ---- */
+/* ---- perfdata/order.c: perf's finished_round reordering ---- */
 /* 32 bytes: ordering is memory-bound (every record's entry is written,
  * merged and read back), so the entry holds only what delivery needs.
  * Equal times keep their arrival order because the merge is stable. */
@@ -86,7 +86,7 @@ const struct pd_qent *pd_queue_next(struct pd_queue *q, const unsigned char **re
 void pd_queue_reset(struct pd_queue *q);
 void pd_queue_free(struct pd_queue *q);
 
-/* ---- the reader (perfdata.c, perfdata_src.c) ---- */
+/* ---- the reader (perfdata/reader.c, perfdata/stream.c) ---- */
 
 /* What ordering needs of each decoder layout. */
 struct pd_lx {
@@ -153,7 +153,7 @@ int pd_error(lua_State *L, const struct pd_reader *r, const char *fmt, ...);
  * compressed record. */
 const unsigned char *pd_next_raw(lua_State *L, struct pd_reader *r, size_t *len, uint64_t *foff,
                                  int *inflated);
-/* Maps the data section when it can (see perfdata_src.c); pd_unmap undoes it. */
+/* Maps the data section when it can (see perfdata/stream.c); pd_unmap undoes it. */
 void pd_map(struct pd_reader *r);
 void pd_unmap(struct pd_reader *r);
 /* Makes the record pd_next_raw returned last come again. */
@@ -161,7 +161,7 @@ void pd_unread(struct pd_reader *r);
 /* Back to the start of the data (seekable streams). */
 void pd_rewind(lua_State *L, struct pd_reader *r);
 
-/* ---- perfdata_user.c: perf's own records ---- */
+/* ---- perfdata/perf_records.c: perf's own records ---- */
 /* The name of a user record type, or NULL. */
 const char *pd_user_name(uint32_t type);
 /* Pushes the table of a user record (rec: header included). */

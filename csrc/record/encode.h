@@ -27,7 +27,7 @@ struct perfev_enc {
   unsigned char *buf;
   size_t len, cap;
   size_t start;       /* offset of the current record's header in buf */
-  const struct perfev_layout *l;
+  const struct perfev_attr_params *l;
   const char *what;   /* the record's type, for messages */
   uint32_t type;
   uint16_t misc;

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "perfev.h"
-#include "attr_fields.h"
+#include "attr/fields.h"
 
 static int sys_perf_event_open(struct perfev_attr *a, pid_t pid, int cpu, int group, unsigned long flags)
 {

@@ -74,7 +74,7 @@ static void release(struct pd_reader *r)
 /* ---- the decoder over the attrs list ---- */
 
 /* Where the time is, for ordering without decoding. */
-static void time_offsets(struct pd_lx *x, const struct perfev_layout *l)
+static void time_offsets(struct pd_lx *x, const struct perfev_attr_params *l)
 {
   const uint64_t st = l->sample_type;
   x->time_sample = x->time_trailer = -1;
@@ -164,14 +164,14 @@ static void rebuild(lua_State *L, int ridx)
     n = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
     if (nl == 1) {
       lua_rawgeti(L, -1, 1);
-      perfev_layout_init(&d->layouts[0], a, (uint64_t)luaL_optinteger(L, -1, 0));
+      perfev_attr_params_init(&d->attrs[0], a, (uint64_t)luaL_optinteger(L, -1, 0));
       lua_pop(L, 1);
       r->lx[0].attr = (int)i;
       k = 1;
     }
     for (size_t j = 1; nl > 1 && j <= n; j++) {
       lua_rawgeti(L, -1, (lua_Integer)j);
-      perfev_layout_init(&d->layouts[k], a, (uint64_t)luaL_checkinteger(L, -1));
+      perfev_attr_params_init(&d->attrs[k], a, (uint64_t)luaL_checkinteger(L, -1));
       r->lx[k++].attr = (int)i;
       lua_pop(L, 1);
     }
@@ -180,12 +180,12 @@ static void rebuild(lua_State *L, int ridx)
   if (nl > 1) {
     lua_rawgeti(L, attrs, 1);
     lua_getfield(L, -1, "attr");
-    perfev_layout_init(&d->layouts[k], perfev_attr_check(L, -1), 0);
+    perfev_attr_params_init(&d->attrs[k], perfev_attr_check(L, -1), 0);
     r->lx[k++].attr = 1;
     lua_pop(L, 2);
   }
   for (size_t i = 0; i < nl; i++)
-    time_offsets(&r->lx[i], &d->layouts[i]);
+    time_offsets(&r->lx[i], &d->attrs[i]);
   d->swap = r->swap;
   perfev_decoder_finish(L, d);
   set_slot(L, ridx, PD_UV_DEC);   /* keeps the decoder alive */

@@ -2,8 +2,8 @@
  * userdata. Records are copied out of the ring before data_tail moves past
  * them, so nothing handed to Lua can be overwritten by the kernel, and a
  * record that wraps around the end of the buffer comes back whole.
- * Overwrite rings (mapped read-only) are read by ring_snapshot.c, counts
- * through the metadata page by ring_read.c, the AUX area by ring_aux.c. */
+ * Overwrite rings (mapped read-only) are read by ring/snapshot.c, counts
+ * through the metadata page by ring/selfread.c, the AUX area by ring/aux.c. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perfev.h"
-#include "decode.h"
+#include "record/decode.h"
 #include "ring.h"
 
 /* ---- ev:mmap(pages) ---- */
@@ -51,7 +51,7 @@ static void ring_area(struct perfev_ring *r, size_t pagesz, size_t pages)
 static struct perfev_decoder *ring_decoder(lua_State *L, const struct perfev_event *ev)
 {
   struct perfev_decoder *d = perfev_decoder_new(L, 1);
-  perfev_layout_init(&d->layouts[0], &ev->attr, ev->id);
+  perfev_attr_params_init(&d->attrs[0], &ev->attr, ev->id);
   perfev_decoder_finish(L, d);
   return d;
 }
@@ -258,8 +258,8 @@ static struct perfev_decoder *grown_decoder(lua_State *L, const struct perfev_de
                                             const struct perfev_event *ev)
 {
   struct perfev_decoder *d = perfev_decoder_new(L, old->n + 1);
-  memcpy(d->layouts, old->layouts, old->n * sizeof old->layouts[0]);
-  perfev_layout_init(&d->layouts[old->n], &ev->attr, ev->id);
+  memcpy(d->attrs, old->attrs, old->n * sizeof old->attrs[0]);
+  perfev_attr_params_init(&d->attrs[old->n], &ev->attr, ev->id);
   d->lost = old->lost;
   perfev_decoder_finish(L, d);
   return d;

@@ -147,7 +147,7 @@ static void chains_reserve(lua_State *L, int state, struct perfev_tally *t, size
 }
 
 void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
-                      const struct perfev_sel_plan *p, const struct perfev_layout *l,
+                      const struct perfev_sel_plan *p, const struct perfev_attr_params *l,
                       const unsigned char *rec, int swap, size_t li)
 {
   struct perfev_tally *t = st->tally;
@@ -249,7 +249,7 @@ static int push_entry(lua_State *L, struct perfev_reuse *st, struct perfev_decod
   struct perfev_tally *t = st->tally;
   const uint64_t *e = entry(t, t->next++);
   size_t li = (size_t)e[0], nf = t->nf;
-  const struct perfev_layout *l = &d->layouts[li];
+  const struct perfev_attr_params *l = &d->attrs[li];
   const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
   luaL_checkstack(L, (int)nf + 8, "perfev: too many fields");
   size_t kw = 1 + nf;

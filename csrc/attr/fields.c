@@ -3,7 +3,7 @@
  * which names the whole union the way `perf stat -vv` does. */
 #include <string.h>
 #include "perfev.h"
-#include "attr_fields.h"
+#include "fields.h"
 
 #define U(name, off, sz, fmt) { name, off, sz, 0, (sz) * 8, 0, PERFEV_NAMES_NONE, fmt, NULL, name }
 #define ALIAS(name, off, sz) { name, off, sz, 0, (sz) * 8, 0, PERFEV_NAMES_NONE, PERFEV_FMT_UNSIGNED, NULL, NULL }

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include "perfev.h"
 #include "profiler.h"
-#include "ring.h"
+#include "ring/ring.h"
 
 #define PROFILER_MT "perfev.profiler"
 #define MAX_FRAMES 512      /* per sample, all threads of the chain together */
@@ -900,7 +900,7 @@ static int l_wrappers(lua_State *L)
 
 /* core.profiler(event, ring[, bound]) -> profiler. The event must sample
  * PERIOD alone, the ring be its own; bound: the share of the thread's CPU
- * time the profiler may take (profiler_budget.c), none when absent. */
+ * time the profiler may take (profiler/budget.c), none when absent. */
 static int l_new(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_check(L, 1);

@@ -3,7 +3,7 @@
  * the other byte order. core.attr_from_bytes(s[, swap]). */
 #include <string.h>
 #include "perfev.h"
-#include "attr_fields.h"
+#include "fields.h"
 
 static void bswap_unit(unsigned char *p, size_t size)
 {

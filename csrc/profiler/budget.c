@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include "perfev.h"
 #include "profiler.h"
-#include "ring.h"
+#include "ring/ring.h"
 
 #define WINDOW_NS 20000000ull      /* the thread's CPU time a share is measured over */
 #define CALIBRATE 16               /* signals sent to measure one's cost */

@@ -1,10 +1,10 @@
 /* The attr userdata: struct perf_event_attr as a byte image, every field
- * read and written by name through the table in attr_fields.c. */
+ * read and written by name through the table in attr/fields.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "perfev.h"
-#include "attr_fields.h"
+#include "fields.h"
 
 /* ---- raw storage: a field is `width` bits at `bit` of a 2/4/8-byte unit ---- */
 

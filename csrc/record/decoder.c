@@ -1,13 +1,13 @@
 /* The decoder object shared by everything that decodes records (core.decode,
- * rings, snapshots, perf.data files, core.encode): the layout of each
- * attr of a stream, read from it once, and where a record says which
+ * rings, snapshots, perf.data files, core.encode): the decode parameters
+ * of each attr of a stream, read from it once, and where a record says which
  * attr it belongs to (its id), to pick the layout of each record. */
 #include <string.h>
 #include "decode.h"
 
-/* ---- layouts ---- */
+/* ---- the decode parameters of an attr ---- */
 
-void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id)
+void perfev_attr_params_init(struct perfev_attr_params *l, const struct perfev_attr *a, uint64_t id)
 {
   /* Read from the byte image as the struct: by name (perfev_attr_u64) it
    * costs a search per field on every decode and encode call. */
@@ -30,8 +30,8 @@ void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, ui
 struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
 {
   struct perfev_decoder *d = (struct perfev_decoder *)perfev_newuserdata(
-    L, sizeof *d + n * sizeof d->layouts[0]);
-  memset(d, 0, sizeof *d + n * sizeof d->layouts[0]);
+    L, sizeof *d + n * sizeof d->attrs[0]);
+  memset(d, 0, sizeof *d + n * sizeof d->attrs[0]);
   d->n = n;
   d->id_pos = d->is_pos = -1;
   luaL_setmetatable(L, PERFEV_DECODER_MT);
@@ -41,7 +41,7 @@ struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n)
 #define ID_BEFORE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR)
 
 /* Where a sample's id is, in u64 words after the header; -1: nowhere. */
-static int id_pos(const struct perfev_layout *l)
+static int id_pos(const struct perfev_attr_params *l)
 {
   if (l->sample_type & PERF_SAMPLE_IDENTIFIER)
     return 0;
@@ -51,7 +51,7 @@ static int id_pos(const struct perfev_layout *l)
 }
 
 /* Where the trailer's id is, in u64 words from the record's end. */
-static int is_pos(const struct perfev_layout *l)
+static int is_pos(const struct perfev_attr_params *l)
 {
   if (!l->sample_id_all)
     return -1;
@@ -64,14 +64,14 @@ static int is_pos(const struct perfev_layout *l)
 
 /* The same for the stream_id, which the kernel sets to the event's own id:
  * after ID in a sample, before CPU and IDENTIFIER in the trailer. */
-static int sid_pos(const struct perfev_layout *l)
+static int sid_pos(const struct perfev_attr_params *l)
 {
   if (!(l->sample_type & PERF_SAMPLE_STREAM_ID))
     return -1;
   return __builtin_popcountll(l->sample_type & (ID_BEFORE | PERF_SAMPLE_ID));
 }
 
-static int sis_pos(const struct perfev_layout *l)
+static int sis_pos(const struct perfev_attr_params *l)
 {
   if (!l->sample_id_all || !(l->sample_type & PERF_SAMPLE_STREAM_ID))
     return -1;
@@ -84,7 +84,7 @@ static int sis_pos(const struct perfev_layout *l)
 static int by_stream_id(const struct perfev_decoder *d)
 {
   for (size_t i = 0; i < d->n; i++) {
-    const struct perfev_layout *l = &d->layouts[i];
+    const struct perfev_attr_params *l = &d->attrs[i];
     if (id_pos(l) >= 0 || sid_pos(l) < 0 || l->inherit)
       return 0;
   }
@@ -93,13 +93,13 @@ static int by_stream_id(const struct perfev_decoder *d)
 
 static void finish(lua_State *L, struct perfev_decoder *d, const char *who)
 {
-  int (*idp)(const struct perfev_layout *) = id_pos, (*isp)(const struct perfev_layout *) = is_pos;
+  int (*idp)(const struct perfev_attr_params *) = id_pos, (*isp)(const struct perfev_attr_params *) = is_pos;
   if (d->n >= 2 && by_stream_id(d)) {
     idp = sid_pos;
     isp = sis_pos;
   }
-  d->id_pos = idp(&d->layouts[0]);
-  d->is_pos = isp(&d->layouts[0]);
+  d->id_pos = idp(&d->attrs[0]);
+  d->is_pos = isp(&d->attrs[0]);
   if (d->n < 2)
     return;
   if (d->id_pos < 0)
@@ -107,7 +107,7 @@ static void finish(lua_State *L, struct perfev_decoder *d, const char *who)
                   "(or PERF_SAMPLE_ID, or PERF_SAMPLE_STREAM_ID without inherit) in every "
                   "sample_type to tell its records apart", who);
   for (size_t i = 1; i < d->n; i++)
-    if (idp(&d->layouts[i]) != d->id_pos || isp(&d->layouts[i]) != d->is_pos)
+    if (idp(&d->attrs[i]) != d->id_pos || isp(&d->attrs[i]) != d->is_pos)
       luaL_error(L, "%s: the events of one stream must put the id at the same "
                     "place: use PERF_SAMPLE_IDENTIFIER in every sample_type (and the same "
                     "sample_id_all)", who);
@@ -140,7 +140,7 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
     *id = perfev_ld64(rec + len - 8 * (size_t)(d->is_pos + 1), d->swap);
   }
   for (size_t i = 0; i < d->n; i++)
-    if (d->layouts[i].id == *id) {
+    if (d->attrs[i].id == *id) {
       *li = i;
       return PERFEV_PICK_OK;
     }
@@ -238,7 +238,7 @@ static struct perfev_decoder *decoder_from_map(lua_State *L, int idx, const char
         luaL_error(L, "%s: the attrs table's keys must be event ids", who);
       id = (uint64_t)lua_tointeger(L, -2);
     }
-    perfev_layout_init(&d->layouts[i++], a, id);
+    perfev_attr_params_init(&d->attrs[i++], a, id);
   }
   return d;
 }
@@ -265,7 +265,7 @@ struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *wh
   idx = lua_absindex(L, idx);
   if (attr_of(L, idx, &a, &id)) {
     d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, id);
+    perfev_attr_params_init(&d->attrs[0], a, id);
   } else if (is_map(L, idx)) {
     d = decoder_from_map(L, idx, who);
   } else {
@@ -274,7 +274,7 @@ struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *wh
                     "table of attrs by id, got %s", who, idx, luaL_typename(L, idx));
     a = perfev_attr_from(L, idx);
     d = perfev_decoder_new(L, 1);
-    perfev_layout_init(&d->layouts[0], a, 0);
+    perfev_attr_params_init(&d->attrs[0], a, 0);
     lua_remove(L, -2);   /* the attr: the layout has what it needs */
   }
   finish(L, d, who);
@@ -296,7 +296,7 @@ static void accelerate(lua_State *L, struct perfev_reuse *st, struct perfev_deco
   const struct perfev_sel_plan *p;
   if (!st->sel.values || st->sel.tally || d->n != 1 || d->swap)
     return;
-  p = perfev_select_plan(&st->sel, &d->layouts[0], 0);
+  p = perfev_select_plan(&st->sel, &d->attrs[0], 0);
   if (!p->scalars)
     return;
   if (lua_getfield(L, LUA_REGISTRYINDEX, ACCELERATOR) != LUA_TFUNCTION) {
@@ -357,8 +357,8 @@ static int l_decode(lua_State *L)
  * equal, as the decoder and perf require: the perf.data writer checks so. */
 static int l_id_positions(lua_State *L)
 {
-  struct perfev_layout l;
-  perfev_layout_init(&l, perfev_attr_check(L, 1), 0);
+  struct perfev_attr_params l;
+  perfev_attr_params_init(&l, perfev_attr_check(L, 1), 0);
   lua_pushinteger(L, id_pos(&l));
   lua_pushinteger(L, is_pos(&l));
   return 2;

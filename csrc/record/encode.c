@@ -254,8 +254,8 @@ static uint16_t record_misc(struct perfev_enc *e)
 /* The layout of this record: by its id when there are several, the way
  * the decoder picks it (the sample's id; the trailer's, which is
  * rec.sample_id.id when given, else rec.id). */
-static const struct perfev_layout *pick_layout(struct perfev_enc *e, const struct perfev_rtype *rt,
-                                               const struct perfev_layout *ls, size_t n)
+static const struct perfev_attr_params *pick_layout(struct perfev_enc *e, const struct perfev_rtype *rt,
+                                               const struct perfev_attr_params *ls, size_t n)
 {
   const uint64_t has_id = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_ID;
   uint64_t id = 0;
@@ -282,7 +282,7 @@ static const struct perfev_layout *pick_layout(struct perfev_enc *e, const struc
 
 /* ---- one record ---- */
 
-static void encode_one(struct perfev_enc *e, const struct perfev_layout *ls, size_t nls)
+static void encode_one(struct perfev_enc *e, const struct perfev_attr_params *ls, size_t nls)
 {
   lua_State *L = e->L;
   const struct perfev_rtype *rt;
@@ -379,7 +379,7 @@ static int l_encode(lua_State *L)
       lua_pushvalue(L, 1);
     }
     e.rec = lua_gettop(L);
-    encode_one(&e, d->layouts, d->n);
+    encode_one(&e, d->attrs, d->n);
     lua_settop(L, e.buf_slot);
   }
   lua_pushlstring(L, (const char *)e.buf, e.len);

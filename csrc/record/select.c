@@ -182,7 +182,7 @@ static void select_compile(lua_State *L, int idx, int uv, struct perfev_select *
 /* ---- plans: where each field is in a sample of one attr ---- */
 
 /* The bytes of a row of fixed size; 0: its size is in the record. */
-static size_t row_size(const struct perfev_rfield *f, const struct perfev_layout *l)
+static size_t row_size(const struct perfev_rfield *f, const struct perfev_attr_params *l)
 {
   switch (f->op) {
   case OP_U64: case OP_WEIGHT: case OP_DATA_SRC:
@@ -201,7 +201,7 @@ static size_t row_size(const struct perfev_rfield *f, const struct perfev_layout
 }
 
 static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p,
-                      const struct perfev_layout *l)
+                      const struct perfev_attr_params *l)
 {
   int off[32];
   uint32_t present = 0;
@@ -313,7 +313,7 @@ static void plan_make(const struct perfev_select *sel, struct perfev_sel_plan *p
 
 /* The plan for layout li: cached by its index, remade when the attr differs. */
 const struct perfev_sel_plan *perfev_select_plan(struct perfev_select *sel,
-                                                 const struct perfev_layout *l, size_t li)
+                                                 const struct perfev_attr_params *l, size_t li)
 {
   struct perfev_sel_plan *p = &sel->plans[li % PERFEV_SELECT_PLANS];
   if (!p->valid || p->sample_type != l->sample_type || p->read_format != l->read_format ||
@@ -326,7 +326,7 @@ const struct perfev_sel_plan *perfev_select_plan(struct perfev_select *sel,
 
 /* The value of field j of the sample at rec, read in place, as a u64 (a
  * header key's bits, a flag as 0 or 1); perfev_select_push_key pushes it. */
-uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_layout *l,
+uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_attr_params *l,
                            const unsigned char *rec, int swap)
 {
   uint16_t at = p->f[j].off;
@@ -383,7 +383,7 @@ int perfev_select_chain_field(const struct perfev_sel_plan *p, size_t j)
 
 /* Pushes the value of field j of the sample at rec, read in place. */
 static void push_value(lua_State *L, const struct perfev_sel_plan *p, size_t j,
-                       const struct perfev_layout *l, const unsigned char *rec, int swap,
+                       const struct perfev_attr_params *l, const unsigned char *rec, int swap,
                        const struct perfev_extra *x, size_t li, size_t off)
 {
   perfev_select_push_key(L, p, j, perfev_select_key(p, j, l, rec, swap), x, li, off);
@@ -441,7 +441,7 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
 {
   struct perfev_select *sel = &st->sel;
   const struct perfev_sel_plan *p;
-  const struct perfev_layout *l;
+  const struct perfev_attr_params *l;
   struct perf_event_header h;
   size_t li;
   uint64_t id;
@@ -456,7 +456,7 @@ static int iter_values(lua_State *L, struct perfev_decoder *d, int state, int in
     perfev_decode_count_lost(d, h.type, rec, h.size);
     return 0;
   }
-  l = &d->layouts[li];
+  l = &d->attrs[li];
   p = perfev_select_plan(sel, l, li);
   if (p->scalars && d->n == 1) {   /* the next samples take the shortcut */
     sel->scalars = p;
@@ -512,7 +512,7 @@ static int iter_tally(lua_State *L, struct perfev_decoder *d, int state, int int
     perfev_record_header(rec, d->swap, &h);
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h && h.size <= len &&
         perfev_decoder_pick(d, rec, h.size, h.type, &li, &id) == PERFEV_PICK_OK) {
-      const struct perfev_layout *l = &d->layouts[li];
+      const struct perfev_attr_params *l = &d->attrs[li];
       const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
       if (!p->tally)
         luaL_error(L, "%s: option 'tally': field '%s' cannot be a tally's key (keys are values at "

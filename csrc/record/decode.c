@@ -20,7 +20,7 @@ struct cur {
   size_t off;                        /* the record's offset in the stream */
   uint32_t type;
   uint16_t misc, size;
-  const struct perfev_layout *l;
+  const struct perfev_attr_params *l;
   struct perfev_fill *f;             /* the record's table */
   const struct perfev_select *sel;   /* the `fields` option, or NULL: every key */
 };
@@ -502,7 +502,7 @@ static void skip_bytes(struct cur *c, uint64_t n, const char *what)
 /* Steps over a sample row (its bytes checked as the op would read them). */
 static void skip_row(struct cur *c, const struct perfev_rfield *f)
 {
-  const struct perfev_layout *l = c->l;
+  const struct perfev_attr_params *l = c->l;
   uint64_t n;
   switch (f->op) {
   case OP_U32: case OP_S32: case OP_PAD32:
@@ -578,7 +578,7 @@ static void walk_selected(struct cur *c, uint32_t rows)
   }
 }
 
-void perfev_decode_check_sample(lua_State *L, const struct perfev_layout *l, const unsigned char *rec,
+void perfev_decode_check_sample(lua_State *L, const struct perfev_attr_params *l, const unsigned char *rec,
                                 size_t size, size_t off, int swap)
 {
   struct cur c;
@@ -749,7 +749,7 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   if (h.size < sizeof h || h.size > len)
     fail(&c, "size is outside 8..%zu", len);
   li = pick_layout(&c, d);
-  c.l = &d->layouts[li];
+  c.l = &d->attrs[li];
   c.in.p = rec + sizeof h;
   c.in.end = rec + h.size;
   rt = perfev_rtype_find(h.type);

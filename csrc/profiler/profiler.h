@@ -1,5 +1,5 @@
 /* The Lua-function profiler's C half, shared by profiler.c (signal, hook,
- * lifecycle) and profiler_agg.c (the aggregation of stacks). */
+ * lifecycle) and profiler/agg.c (the aggregation of stacks). */
 #ifndef PERFEV_PROFILER_H
 #define PERFEV_PROFILER_H
 
@@ -64,7 +64,7 @@ void prof_agg_push(lua_State *L, const struct prof_agg *a);
 /* Frees everything, leaves an empty aggregation. */
 void prof_agg_free(struct prof_agg *a);
 
-/* The bound on the profiler's own cost (profiler_budget.c). */
+/* The bound on the profiler's own cost (profiler/budget.c). */
 struct prof_budget {
   int fd;                   /* the event's: PERF_EVENT_IOC_PERIOD */
   int asked_freq;           /* the event was asked a frequency (else a period) */

@@ -1,8 +1,8 @@
-/* The record decoder: the decoder object (decoder.c: the layouts of a
- * stream's attrs, how a record's layout is picked) and the decoding of one
+/* The record decoder: the decoder object (decoder.c: the decode
+ * parameters of a stream's attrs, how a record's layout is picked) and the decoding of one
  * record into a Lua table (decode.c, filling it through fill.c). Shared by
- * core.decode, the ring (ring*.c), perf.data files (perfdata*.c) and the
- * encoder (encode*.c). */
+ * core.decode, the ring (ring/), perf.data files (perfdata/) and the
+ * encoder (record/encode*.c). */
 #ifndef PERFEV_DECODE_H
 #define PERFEV_DECODE_H
 
@@ -14,8 +14,9 @@
 
 /* ---- the decoder object (decoder.c) ---- */
 
-/* What decoding needs of one attr, read from it once. */
-struct perfev_layout {
+/* What decoding needs of one attr (its decode parameters), read from it
+ * once; the layout of each record type is layout.c's. */
+struct perfev_attr_params {
   uint64_t id;
   uint64_t sample_type, read_format, branch_sample_type;
   uint64_t regs_user, regs_intr;
@@ -24,8 +25,8 @@ struct perfev_layout {
   uint64_t period;             /* the attr's sample_period (or sample_freq, its union) */
 };
 
-/* One or several layouts (a stream of several events) and where the id
- * sits in each kind of record, to pick the layout of a record. */
+/* The parameters of one or several attrs (a stream of several events)
+ * and where the id sits in each kind of record, to pick a record's attr. */
 #define PERFEV_DECODER_MT "perfev.decoder"
 struct perfev_decoder {
   int id_pos;    /* u64 index of the id after a sample's header; -1: none */
@@ -33,7 +34,7 @@ struct perfev_decoder {
   int swap;      /* the records are in the other byte order: swap every integer */
   uint64_t lost; /* LOST and LOST_SAMPLES counts seen so far */
   size_t n;
-  struct perfev_layout layouts[];
+  struct perfev_attr_params attrs[];
 };
 
 /* The state of one iteration over records (perfev.decode, ring:records):
@@ -145,11 +146,11 @@ struct perfev_reuse {
 #define PERFEV_SEL_CHAIN 999
 
 /* Reads what decoding needs from a. */
-void perfev_layout_init(struct perfev_layout *l, const struct perfev_attr *a, uint64_t id);
-/* Pushes a decoder userdata with room for n layouts (filled by the caller). */
+void perfev_attr_params_init(struct perfev_attr_params *l, const struct perfev_attr *a, uint64_t id);
+/* Pushes a decoder userdata with room for n attrs (filled by the caller). */
 struct perfev_decoder *perfev_decoder_new(lua_State *L, size_t n);
-/* Computes the id positions once the layouts are filled; raises when the
- * layouts cannot share one stream. */
+/* Computes the id positions once the attrs are filled; raises when the
+ * attrs cannot share one stream. */
 void perfev_decoder_finish(lua_State *L, struct perfev_decoder *d);
 /* Pushes the finished decoder of what perfev.decode and perfev.encode take
  * at idx: an attr, an event, a table of attr fields, or { [id] = attr,
@@ -192,7 +193,7 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
  * the stream) does not fit the record: what a full decode would say. The
  * selections that read a sample in place (values, tallies) check it so,
  * and agree with a full decode on every record. */
-void perfev_decode_check_sample(lua_State *L, const struct perfev_layout *l, const unsigned char *rec,
+void perfev_decode_check_sample(lua_State *L, const struct perfev_attr_params *l, const unsigned char *rec,
                                 size_t size, size_t off, int swap);
 /* Adds a LOST or LOST_SAMPLES record's count to d->lost. */
 void perfev_decode_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
@@ -232,8 +233,8 @@ static inline size_t perfev_select_scalar_size(const struct perfev_reuse *st,
   perfev_record_header(rec, d->swap, &h);
   if (h.type != PERF_RECORD_SAMPLE || h.size > avail || h.size < p->min_size)
     return 0;
-  if (layout && (d->n != 1 || p->sample_type != d->layouts[0].sample_type ||
-                 p->read_format != d->layouts[0].read_format || p->period != d->layouts[0].period))
+  if (layout && (d->n != 1 || p->sample_type != d->attrs[0].sample_type ||
+                 p->read_format != d->attrs[0].read_format || p->period != d->attrs[0].period))
     return 0;
   return h.size;
 }
@@ -249,7 +250,7 @@ static inline int perfev_select_push_scalars(lua_State *L, const struct perfev_r
   size_t n = st->sel.n;
   int swap = d->swap;
   if (p->variable)
-    perfev_decode_check_sample(L, &d->layouts[0], rec, perfev_ld16(rec + 6, swap), off, swap);
+    perfev_decode_check_sample(L, &d->attrs[0], rec, perfev_ld16(rec + 6, swap), off, swap);
   if (n + 6 > LUA_MINSTACK)   /* a C function has LUA_MINSTACK slots */
     luaL_checkstack(L, (int)n + 6, "too many fields");
   for (size_t j = 0; j < n; j++) {
@@ -282,8 +283,8 @@ int perfev_iter_values(lua_State *L, int state);
  * of field j of a sample read in place as a u64, and that value pushed as
  * the iteration pushes the field. */
 const struct perfev_sel_plan *perfev_select_plan(struct perfev_select *sel,
-                                                 const struct perfev_layout *l, size_t li);
-uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_layout *l,
+                                                 const struct perfev_attr_params *l, size_t li);
+uint64_t perfev_select_key(const struct perfev_sel_plan *p, size_t j, const struct perfev_attr_params *l,
                            const unsigned char *rec, int swap);
 void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_t j, uint64_t v,
                             const struct perfev_extra *x, size_t li, size_t off);
@@ -292,7 +293,7 @@ void perfev_select_push_key(lua_State *L, const struct perfev_sel_plan *p, size_
 int perfev_select_chain_field(const struct perfev_sel_plan *p, size_t j);
 /* Counts the sample rec (layout li, plan p) in st's tally. */
 void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
-                      const struct perfev_sel_plan *p, const struct perfev_layout *l,
+                      const struct perfev_sel_plan *p, const struct perfev_attr_params *l,
                       const unsigned char *rec, int swap, size_t li);
 /* With the record's table on top: pushes the first tally instead, holding
  * the table back, when there are tallies; returns the values pushed. */

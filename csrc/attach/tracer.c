@@ -1,9 +1,9 @@
 /* The attach tracer (perfev.attach, lua/perfev/attach/init.lua): every
  * thread of a running process PTRACE_SEIZEd (and those it starts,
  * PTRACE_O_TRACECLONE), each thread's perf event routed to that thread's
- * own signal (F_SETOWN_EX F_OWNER_TID, F_SETSIG, O_ASYNC: csrc/profiler.c
+ * own signal (F_SETOWN_EX F_OWNER_TID, F_SETSIG, O_ASYNC: csrc/profiler/profiler.c
  * does the same in-process), so that an overflow stops the thread in a
- * signal-delivery-stop at the sample; the wait step (attach_wait.c)
+ * signal-delivery-stop at the sample; the wait step (attach/wait.c)
  * returns it with its registers, tracer:resume(tid) lets it go on with the
  * signal suppressed. close (also __gc, __close) detaches every thread,
  * delivering any signal of the target's own it held.

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include "perfev.h"
-#include "decode.h"
+#include "record/decode.h"
 #include "ring.h"
 
 /* snapshot's options: { pause = boolean } (default true). */
@@ -142,7 +142,7 @@ static int l_snapshot_walk(lua_State *L)
   r->data_size = len;
   r->overwrite = r->backward = 1;
   r->dec = perfev_decoder_new(L, 1);
-  perfev_layout_init(&r->dec->layouts[0], a, 0);
+  perfev_attr_params_init(&r->dec->attrs[0], a, 0);
   perfev_decoder_finish(L, r->dec);
   copy = (unsigned char *)perfev_newuserdata(L, len);
   {

@@ -1,13 +1,13 @@
 /* The ring userdata shared by the files that read it: ring.c (mapping,
- * records, poll, info), ring_snapshot.c (overwrite and backward rings),
- * ring_read.c (counts through the metadata page), ring_aux.c (AUX area). */
+ * records, poll, info), ring/snapshot.c (overwrite and backward rings),
+ * ring/selfread.c (counts through the metadata page), ring/aux.c (AUX area). */
 #ifndef PERFEV_RING_H
 #define PERFEV_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "perfev.h"
-#include "decode.h"
+#include "record/decode.h"
 
 #define PERFEV_RING_MT "perfev.ring"
 
