@@ -3,7 +3,8 @@
 #   make            build build/perfev/core.so against $(LUA)'s headers
 #   make demo       install what is missing (as root), run examples/quickstart.lua
 #   make test       install what is missing (as root), run the busted specs
-#   make lint       luacheck, C with -Werror, cppcheck (when installed), rockspec in sync
+#   make lint       luacheck, C with -Werror, cppcheck (when installed), no circle between csrc/'s
+#                   concerns, rockspec in sync
 #   make check      specs under ASan+UBSan, then under valgrind's leak check (budget: check-valgrind)
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
@@ -129,7 +130,7 @@ BUSTED_RUN  = $(LUA) tools/busted.lua --ignore-lua
 VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppressions=spec/valgrind.supp \
                --errors-for-leak-kinds=definite --show-leak-kinds=definite $(VALGRIND_FLAGS)
 
-.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck files-doc files-doc-check \
+.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c lint-layers cppcheck files-doc files-doc-check \
         rockspec rockspec-check check check-asan check-valgrind bench rockcheck \
         spec-helpers bench-helpers install uninstall clean FORCE
 
@@ -212,7 +213,7 @@ demo: deps all
 	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) examples/quickstart.lua
 
 # ---- lint ----
-lint: deps lint-lua lint-c rockspec-check files-doc-check
+lint: deps lint-lua lint-c lint-layers rockspec-check files-doc-check
 
 # Every Lua file that must run everywhere also parses under LuaJIT and Lua
 # 5.3 (fuzz/attrs.lua and driver.lua are embedded in the 5.4 fuzzers only).
@@ -230,6 +231,12 @@ lint-c: all spec-helpers bench-helpers cppcheck
 	if [ -n "$$bad" ]; then echo "lint: $(CORE) must link nothing but libc, it needs: $$bad" >&2; exit 1; fi
 	@bad=$$(nm -D --defined-only $(CORE) | awk '{ print $$3 }' | grep -v '^luaopen_' || true); \
 	if [ -n "$$bad" ]; then echo "lint: $(CORE) must export luaopen_* alone, it exports:" $$bad >&2; exit 1; fi
+
+# No circle between the concerns of csrc/ (its folders, and each base file
+# at the top): counted over who uses whose non-static functions, globals,
+# macros and types, not over #include lines (tools/check-layers.lua).
+lint-layers: | $(NEED_DEPS)
+	@echo "$(LUA) tools/check-layers.lua csrc/**.[ch]"; $(LUA) tools/check-layers.lua $(sort $(wildcard csrc/*.[ch] csrc/*/*.[ch]))
 
 cppcheck: | $(NEED_DEPS)
 	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \

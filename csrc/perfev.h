@@ -168,7 +168,6 @@ uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
 /* ---- sampling: the ring buffer (ring/) ---- */
 int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
-int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
 int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring/aux.c) */
 int perfev_ring_read_open_lib(lua_State *L); /* core._selfread_compute (ring/selfread.c) */
 

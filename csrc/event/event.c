@@ -269,7 +269,7 @@ int perfev_event_open_lib(lua_State *L)
     { "modify", l_modify }, { "query_bpf", l_query_bpf }, { "fileno", l_fileno },
     { "attr", l_attr }, { "close", l_close }, { "closed", l_closed },
     { "read", perfev_read }, { "read_raw", perfev_read_raw }, { "data", l_data },
-    { "name", l_name }, { "mmap", perfev_ring_mmap }, { NULL, NULL }
+    { "name", l_name }, { NULL, NULL }   /* ev:mmap is ring/ring.c's */
   };
   perfev_class_register(L, PERFEV_EVENT_MT, meta, methods);
   perfev_class_methods(L, PERFEV_EVENT_MT);

@@ -108,7 +108,8 @@ const char *const pd_feature_names[] = {
 };
 const size_t pd_nfeatures = sizeof pd_feature_names / sizeof pd_feature_names[0];
 
-const char *pd_user_name(uint32_t type)
+/* The name of a user record type, or NULL. */
+static const char *pd_user_name(uint32_t type)
 {
   if (type < PD_USER_START || type >= PD_USER_END)
     return NULL;

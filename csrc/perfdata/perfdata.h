@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "perfev.h"
-#include "record/decode.h"
+#include "record/iter.h"
 #include "cursor.h"
 
 #define PD_READER_MT "perfev.perfdata.reader"
@@ -88,7 +88,7 @@ void pd_queue_free(struct pd_queue *q);
 
 /* ---- the reader (perfdata/reader.c, perfdata/stream.c) ---- */
 
-/* What ordering needs of each decoder layout. */
+/* What ordering needs of each attr of the decoder. */
 struct pd_lx {
   int attr;          /* index in the attrs list, from 1 */
   int time_sample;   /* byte offset of a sample's time after its header; -1: none */
@@ -162,8 +162,6 @@ void pd_unread(struct pd_reader *r);
 void pd_rewind(lua_State *L, struct pd_reader *r);
 
 /* ---- perfdata/perf_records.c: perf's own records ---- */
-/* The name of a user record type, or NULL. */
-const char *pd_user_name(uint32_t type);
 /* Pushes the table of a user record (rec: header included). */
 void pd_user_decode(lua_State *L, const struct pd_reader *r, const unsigned char *rec, size_t len,
                     uint64_t foff);

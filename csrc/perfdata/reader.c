@@ -109,6 +109,24 @@ static void check_entry(lua_State *L, const struct pd_reader *r, size_t i)
   lua_pop(L, 2);
 }
 
+/* Checks every entry of the attrs list at index attrs, refills the names
+ * table at index names, and returns how many ids the entries list. */
+static size_t check_entries(lua_State *L, const struct pd_reader *r, int attrs, int names,
+                            size_t nattrs)
+{
+  size_t nids = 0;
+  for (size_t i = 1; i <= nattrs; i++) {
+    lua_rawgeti(L, attrs, (lua_Integer)i);
+    check_entry(L, r, i);
+    lua_getfield(L, -1, "ids");
+    nids += lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    lua_getfield(L, -2, "name");
+    lua_rawseti(L, names, (lua_Integer)i);
+    lua_pop(L, 2);
+  }
+  return nids;
+}
+
 /* Builds the decoder from the attrs list (uservalue ATTRS: { attr =, ids =,
  * name = } each): one layout per id, or a single one for a single attr;
  * refills the names table. Raises when the attrs cannot share a stream. */
@@ -116,7 +134,7 @@ static void rebuild(lua_State *L, int ridx)
 {
   struct pd_reader *r = (struct pd_reader *)lua_touserdata(L, ridx);
   struct perfev_decoder *d;
-  size_t nattrs, nids = 0, nl, k = 0;
+  size_t nattrs, nids, nl, k = 0;
   int attrs, names;
   ridx = lua_absindex(L, ridx);
   get_slot(L, ridx, PD_UV_ATTRS);
@@ -132,15 +150,7 @@ static void rebuild(lua_State *L, int ridx)
     lua_pop(L, 2);
     return;
   }
-  for (size_t i = 1; i <= nattrs; i++) {
-    lua_rawgeti(L, attrs, (lua_Integer)i);
-    check_entry(L, r, i);
-    lua_getfield(L, -1, "ids");
-    nids += lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
-    lua_getfield(L, -2, "name");
-    lua_rawseti(L, names, (lua_Integer)i);
-    lua_pop(L, 2);
-  }
+  nids = check_entries(L, r, attrs, names, nattrs);
   if (nattrs > 1 && nids == 0)
     pd_error(L, r, "%zu attrs and no event ids: their records cannot be told apart", nattrs);
   /* perf tags the records it synthesizes with id 0 and reads them with
@@ -237,7 +247,7 @@ static uint64_t time_of(const struct pd_reader *r, const unsigned char *rec, siz
 struct pd_iter {
   /* the upvalues' userdata, taken once (the closure keeps them alive) */
   struct pd_reader *r;
-  struct perfev_reuse *st;
+  struct perfev_iter *st;
   unsigned generation;
   int order;           /* time order */
   int offsets;         /* rec.offset */
@@ -280,21 +290,6 @@ static int push_extra(lua_State *L, void *ud, int which, int asked, uint32_t typ
     return 0;
   }
   return 1;
-}
-
-/* Pushes what the iteration gives for a kernel record (its table, or
- * the selected values of a sample) and returns how many values: 0 when
- * it is skipped. */
-static int push_kernel(lua_State *L, struct pd_reader *r, struct pd_iter *it,
-                       const unsigned char *rec, size_t len, uint64_t foff)
-{
-  struct perfev_decoder *d = decoder(L, IT_UPV_READER, r);
-  struct perfev_extra x = { push_extra, it };
-  if (!d)
-    pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
-             "attr: a pipe-mode stream must start with its header_attr records", foff,
-             perfev_ld32(rec, r->swap));
-  return perfev_iter_record(L, it->st, d, IT_UPV_STATE, IT_UPV_INTO, rec, len, (size_t)foff, &x);
 }
 
 /* attrs entry index (from 1) holding id, or 0. */
@@ -365,24 +360,19 @@ static void queue_oom(lua_State *L, struct pd_reader *r)
   pd_error(L, r, "out of memory while ordering records by time");
 }
 
-static int iter_next(lua_State *L)
+/* The reader as a source of records (ud: the iterator). */
+struct pd_source {
+  struct perfev_source src;
+  struct pd_iter *it;
+  struct perfev_extra x;
+};
+
+/* The next record of what the open read ahead (pipe mode), pushed:
+ * 1; 0 when they are over. */
+static int replay_next(lua_State *L, struct pd_iter *it)
 {
-  struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_ITER);
   struct pd_reader *r = it->r;
-  if (r->closed)
-    return luaL_error(L, "perfev.perfdata: the file is closed");
-  if (it->generation != r->generation)
-    return luaL_error(L, "perfev.perfdata: %s: a later f:records() restarted the file; this "
-                         "iterator is finished", r->name);
-  if (it->st->sel.tally) {   /* the tallies before a record, then the record */
-    struct perfev_extra x = { push_extra, it };
-    int n = perfev_tally_next(L, it->st, IT_UPV_STATE, r->d, &x, it->done);
-    if (n)
-      return n;
-  }
-  if (it->done)
-    return 0;
-  while (it->replay_pos < r->nreplay) {   /* what the open read ahead */
+  while (it->replay_pos < r->nreplay) {
     lua_Integer type;
     get_slot(L, IT_UPV_READER, PD_UV_REPLAY);
     lua_getfield(L, -1, "types");
@@ -396,24 +386,83 @@ static int iter_next(lua_State *L)
         lua_setfield(L, -3, "offset");
         lua_pop(L, 1);
       }
+      lua_replace(L, -4);
+      lua_pop(L, 2);
       return 1;
     }
     lua_pop(L, 3);
   }
+  return 0;
+}
+
+/* One of perf's own records (type 64 and up), at rec: applied to the
+ * reader (attrs, names, rounds), and pushed when the iteration wants it
+ * (returns 1). */
+static int user_record(lua_State *L, struct pd_iter *it, const unsigned char *rec, size_t len,
+                       uint64_t foff, uint32_t type)
+{
+  struct pd_reader *r = it->r;
+  int want = wanted(it, type), top = lua_gettop(L);
+  if (type == PD_HEADER_ATTR || type == PD_EVENT_UPDATE || want) {
+    pd_user_decode(L, r, rec, len, foff);
+    apply_user(L, IT_UPV_READER, r, type);
+  }
+  if (type == PD_FINISHED_ROUND && it->order && pd_queue_flush(&r->q, PD_FLUSH_ROUND))
+    queue_oom(L, r);
+  if (!want) {
+    lua_settop(L, top);
+    return 0;
+  }
+  if (it->offsets) {
+    lua_pushinteger(L, (lua_Integer)foff);
+    lua_setfield(L, -2, "offset");
+  }
+  return 1;
+}
+
+/* The decoder for a kernel record; raises when no attr is known yet. */
+static struct perfev_decoder *kernel_decoder(lua_State *L, struct pd_reader *r,
+                                             const unsigned char *rec, uint64_t foff)
+{
+  struct perfev_decoder *d = decoder(L, IT_UPV_READER, r);
+  if (!d)
+    pd_error(L, r, "the kernel record at offset %" PRIu64 " (type %" PRIu32 ") comes before any "
+             "attr: a pipe-mode stream must start with its header_attr records", foff,
+             perfev_ld32(rec, r->swap));
+  return d;
+}
+
+static int source_record(struct perfev_source *src, struct perfev_decoder *d,
+                         const unsigned char *rec, size_t len, uint64_t foff)
+{
+  src->dec = d;
+  src->rec = rec;
+  src->len = len;
+  src->off = (size_t)foff;
+  return PERFEV_SOURCE_RECORD;
+}
+
+/* The next record: the queue's (time order), the replayed, perf's own
+ * (pushed), or the stream's; a kernel record with a time waits in the
+ * queue under time order. */
+static int pd_next(lua_State *L, struct perfev_source *src)
+{
+  struct pd_iter *it = ((struct pd_source *)src)->it;
+  struct pd_reader *r = it->r;
+  if (it->done)
+    return PERFEV_SOURCE_END;
+  if (replay_next(L, it))
+    return PERFEV_SOURCE_PUSHED;
   for (;;) {
     const unsigned char *rec;
     size_t len;
     uint64_t foff, t;
     uint32_t type;
     int inflated;
-    int n;
     if (it->order) {
       const struct pd_qent *e = pd_queue_next(&r->q, &rec);
-      if (e) {
-        if ((n = push_kernel(L, r, it, rec, e->len, e->foff)) > 0)
-          return n;
-        continue;
-      }
+      if (e)
+        return source_record(src, kernel_decoder(L, r, rec, e->foff), rec, e->len, e->foff);
     }
     rec = pd_next_raw(L, r, &len, &foff, &inflated);
     if (!rec) {
@@ -424,30 +473,14 @@ static int iter_next(lua_State *L)
       }
       add_warning(L, IT_UPV_READER, r);
       it->done = 1;
-      if (it->st->sel.tally) {   /* the tallies of the last samples */
-        struct perfev_extra x = { push_extra, it };
-        return perfev_tally_next(L, it->st, IT_UPV_STATE, r->d, &x, 1);
-      }
-      return 0;
+      return PERFEV_SOURCE_END;
     }
     type = perfev_ld32(rec, r->swap);
     if (type >= PD_USER_START) {
-      int want = wanted(it, type);
-      if (type == PD_HEADER_ATTR || type == PD_EVENT_UPDATE || want) {
-        pd_user_decode(L, r, rec, len, foff);
-        apply_user(L, IT_UPV_READER, r, type);
+      if (user_record(L, it, rec, len, foff, type)) {
+        src->dec = decoder(L, IT_UPV_READER, r);
+        return PERFEV_SOURCE_PUSHED;
       }
-      if (type == PD_FINISHED_ROUND && it->order && pd_queue_flush(&r->q, PD_FLUSH_ROUND))
-        queue_oom(L, r);
-      if (want) {
-        struct perfev_extra x = { push_extra, it };
-        if (it->offsets) {
-          lua_pushinteger(L, (lua_Integer)foff);
-          lua_setfield(L, -2, "offset");
-        }
-        return it->st->sel.tally ? perfev_tally_hold(L, it->st, IT_UPV_STATE, decoder(L, IT_UPV_READER, r), &x) : 1;
-      }
-      lua_settop(L, 0);
       continue;
     }
     if (!wanted(it, type))
@@ -459,9 +492,28 @@ static int iter_next(lua_State *L)
         queue_oom(L, r);
       continue;
     }
-    if ((n = push_kernel(L, r, it, rec, len, foff)) > 0)
-      return n;
+    return source_record(src, kernel_decoder(L, r, rec, foff), rec, len, foff);
   }
+}
+
+static int iter_next(lua_State *L)
+{
+  struct pd_source s;
+  struct pd_iter *it = (struct pd_iter *)lua_touserdata(L, IT_UPV_ITER);
+  struct pd_reader *r = it->r;
+  if (r->closed)
+    return luaL_error(L, "perfev.perfdata: the file is closed");
+  if (it->generation != r->generation)
+    return luaL_error(L, "perfev.perfdata: %s: a later f:records() restarted the file; this "
+                         "iterator is finished", r->name);
+  s.it = it;
+  s.x.push = push_extra;
+  s.x.ud = it;
+  s.src.next = pd_next;
+  s.src.ud = it;
+  s.src.dec = r->d;
+  s.src.x = &s.x;
+  return perfev_iter_next(L, it->st, IT_UPV_STATE, IT_UPV_INTO, &s.src);
 }
 
 /* r:records{ order = "time", types = { 9, 10 }, offsets = true } -> iterator */
@@ -519,8 +571,8 @@ static int l_records(lua_State *L)
     lua_pop(L, 2);
   }
   it->r = r;
-  it->st = perfev_decode_state(L, 2, "perfev.perfdata: records");   /* into, state */
-  if (perfev_iter_values(L, -1)) {   /* values: samples alone */
+  it->st = perfev_iter_state(L, 2, "perfev.perfdata: records");   /* into, state */
+  if (it->st->sel.values) {   /* values: samples alone */
     unsigned char sample = it->filtered ? it->want[PERF_RECORD_SAMPLE / 8] : 0xff;
     memset(it->want, 0, sizeof it->want);
     it->want[PERF_RECORD_SAMPLE / 8] = (unsigned char)(sample & (1u << (PERF_RECORD_SAMPLE % 8)));

@@ -29,6 +29,7 @@
 #include "perfev.h"
 #include "profiler.h"
 #include "ring/ring.h"
+#include "record/callchain.h"
 
 #define PROFILER_MT "perfev.profiler"
 #define MAX_FRAMES 512      /* per sample, all threads of the chain together */
@@ -194,30 +195,25 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
  * *lost. Shared by the hook engine and LuaJIT's (core.profiler_drain). */
 uint64_t prof_ring_periods(struct perfev_ring *r, uint64_t *n, uint64_t *lost)
 {
-  struct perf_event_mmap_page *pg = r->page;
+  struct perfev_ring_walk w;
+  struct perf_event_header h;
+  uint64_t w_sum = 0, v;
   *n = 0;
-  if (!pg)                    /* the ring was closed first (finalizers at lua_close) */
+  if (!r->page)               /* the ring was closed first (finalizers at lua_close) */
     return 0;
-  uint64_t head = perfev_ring_head(r);
-  uint64_t tail = pg->data_tail, w = 0;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header h;
-    perfev_ring_copy(r, tail, &h, sizeof h);
-    if (h.size < sizeof h)
-      break;                            /* cannot happen; never loop forever */
-    uint64_t v;
+  perfev_ring_walk_init(&w, r, perfev_ring_head(r));
+  for (; perfev_ring_walk_next(&w, &h) == PERFEV_WALK_RECORD; w.pos += h.size) {
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
-      perfev_ring_copy(r, tail + sizeof h, &v, 8);
-      w += v;
+      perfev_ring_walk_copy(&w, w.pos + sizeof h, &v, 8);
+      w_sum += v;
       (*n)++;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      perfev_ring_copy(r, tail + sizeof h + 8, &v, 8);
+      perfev_ring_walk_copy(&w, w.pos + sizeof h + 8, &v, 8);
       *lost += v;
     }
-    tail += h.size;
   }
-  perfev_ring_consume(r, tail);
-  return w;
+  perfev_ring_consume(r, w.pos);
+  return w_sum;
 }
 
 /* The weight of the stack recorded now: the periods the ring holds. A hook
@@ -396,21 +392,25 @@ static void record(struct profiler *p, lua_State *L, int from, uint64_t w, uint6
  * period) to ids[n..], outermost first, as native frames ('u' user, 'k'
  * kernel; the PERF_CONTEXT_* markers say which). Returns the new count or
  * -1 when out of memory. */
-static int native_frames(struct profiler *p, uint64_t pos, uint64_t end, uint32_t *ids, int n)
+static int native_frames(struct profiler *p, const struct perfev_ring_walk *w, uint64_t pos,
+                         uint64_t end, uint32_t *ids, int n)
 {
-  uint64_t nr;
+  uint64_t nr, words[2 * MAX_NATIVE], ip;
+  struct perfev_chain c;
+  uint32_t inner[MAX_NATIVE];           /* innermost first, as the kernel gives them */
+  int m = 0, kind;
+  char space = 'k';
   if (pos + 8 > end)
     return n;
-  perfev_ring_copy(p->ring, pos, &nr, 8);
+  perfev_ring_walk_copy(w, pos, &nr, 8);
   if (nr > (end - pos - 8) / 8)
     nr = (end - pos - 8) / 8;
-  uint32_t inner[MAX_NATIVE];           /* innermost first, as the kernel gives them */
-  int m = 0;
-  char space = 'k';
-  for (uint64_t i = 0; i < nr && m < MAX_NATIVE; i++) {
-    uint64_t ip;
-    perfev_ring_copy(p->ring, pos + 8 + 8 * i, &ip, 8);
-    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {          /* a context marker */
+  if (nr > 2 * MAX_NATIVE)              /* room for MAX_NATIVE frames and their markers */
+    nr = 2 * MAX_NATIVE;
+  perfev_ring_walk_copy(w, pos + 8, words, (size_t)nr * 8);
+  perfev_chain_init(&c, (const unsigned char *)words, nr, 0);
+  while (m < MAX_NATIVE && (kind = perfev_chain_next(&c, &ip)) != PERFEV_CHAIN_END) {
+    if (kind == PERFEV_CHAIN_MARKER) {
       space = ip == (uint64_t)PERF_CONTEXT_USER ? 'u' : 'k';
       continue;
     }
@@ -430,24 +430,21 @@ static int native_frames(struct profiler *p, uint64_t pos, uint64_t end, uint32_
  * sample's own callchain under it. */
 static void record_native(struct profiler *p, lua_State *L, int from)
 {
-  struct perf_event_mmap_page *pg = p->ring->page;
-  if (!pg)
-    return;
+  struct perfev_ring_walk w;
+  struct perf_event_header h;
   uint32_t ids[MAX_FRAMES + MAX_NATIVE];
   int base = -2;                        /* the Lua stack: read at the first sample */
-  uint64_t head = perfev_ring_head(p->ring), tail = pg->data_tail;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header h;
-    perfev_ring_copy(p->ring, tail, &h, sizeof h);
-    if (h.size < sizeof h)
-      break;                            /* cannot happen; never loop forever */
-    uint64_t v;
+  uint64_t v;
+  if (!p->ring->page)
+    return;
+  perfev_ring_walk_init(&w, p->ring, perfev_ring_head(p->ring));
+  for (; perfev_ring_walk_next(&w, &h) == PERFEV_WALK_RECORD; w.pos += h.size) {
     if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 8) {
-      perfev_ring_copy(p->ring, tail + sizeof h, &v, 8);
+      perfev_ring_walk_copy(&w, w.pos + sizeof h, &v, 8);
       v = prof_budget_period(&p->budget, v);
       if (base == -2)
         base = lua_stack(p, L, from, ids);
-      int n = base < 0 ? -1 : native_frames(p, tail + sizeof h + 8, tail + h.size, ids, base);
+      int n = base < 0 ? -1 : native_frames(p, &w, w.pos + sizeof h + 8, w.pos + h.size, ids, base);
       if (n < 0 || prof_agg_stack(&p->agg, ids, (uint32_t)n, v, 1) != 0) {
         p->oom = 1;
         break;
@@ -455,12 +452,11 @@ static void record_native(struct profiler *p, lua_State *L, int from)
       p->weight += v;
       p->samples++;
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
-      perfev_ring_copy(p->ring, tail + sizeof h + 8, &v, 8);
+      perfev_ring_walk_copy(&w, w.pos + sizeof h + 8, &v, 8);
       p->lost += v;
     }
-    tail += h.size;
   }
-  perfev_ring_consume(p->ring, tail);
+  perfev_ring_consume(p->ring, w.pos);
   if (base != -2)
     p->hooks++;
 }

@@ -9,8 +9,8 @@
  * record without allocating. */
 #include <stdio.h>
 #include <string.h>
-#include "cursor.h"
-#include "fill.h"
+#include "decode.h"
+#include "callchain.h"
 
 /* Where decoding is: the record (its region being walked, in),
  * its layout, the table being filled. */
@@ -162,18 +162,17 @@ static void op_read(struct cur *c, const struct perfev_rfield *f)
   perfev_fill_put_nested(c->f, f->name, here);
 }
 
-const char *perfev_context_name(uint64_t marker)
-{
-  for (size_t i = 0; i < perfev_ncontexts; i++)
-    if (perfev_contexts[i].marker == marker)
-      return perfev_contexts[i].name;
-  return NULL;
-}
+/* rec.callchain_contexts' segment k: { context = "kernel", first = i,
+ * last = j }, an item table refilled in place when it can be. */
+struct segs { struct cur *c; int t; };
 
-/* Fills the segment table on top: { context = "kernel", first = i, last = j }. */
-static void fill_segment(struct cur *c, uint64_t marker, lua_Integer first, lua_Integer last)
+static void fill_segment(void *ud, uint64_t marker, lua_Integer first, lua_Integer last,
+                         lua_Integer k)
 {
+  struct segs *s = (struct segs *)ud;
+  struct cur *c = s->c;
   const char *name = perfev_context_name(marker);
+  int in_place = perfev_fill_item(c->f, s->t, "callchain_contexts", k, 3);
   if (name)
     perfev_fill_name(c->f, name);
   else
@@ -181,47 +180,31 @@ static void fill_segment(struct cur *c, uint64_t marker, lua_Integer first, lua_
   perfev_fill_set(c->f, "context");
   perfev_fill_set_int(c->f, "first", (uint64_t)first);
   perfev_fill_set_int(c->f, "last", (uint64_t)last);   /* first - 1: empty */
+  perfev_fill_put_item(c->f, s->t, k, in_place);
 }
 
 /* rec.callchain: the addresses, without the PERF_CONTEXT_* markers, which
- * become rec.callchain_contexts, the segments they open (when present).
- * A segment's table is written when it closes, once its last frame is known. */
+ * become rec.callchain_contexts, the segments they open (when present). */
 static void op_callchain(struct cur *c, const struct perfev_rfield *f)
 {
   lua_State *L = c->L;
-  uint64_t nr = get_count(c, 8, "callchain nr"), marker = 0;
-  lua_Integer n = 0, nseg = 0, first = 0;
-  int chain, segs = 0, segs_here = 0;
+  uint64_t nr = get_count(c, 8, "callchain nr");
+  const unsigned char *w = take(c, (size_t)nr * 8, "callchain");
   int here = perfev_fill_nested(c->f, f->name, nr < 256 ? (int)nr : 256, 0);
-  chain = lua_gettop(L);
-  for (uint64_t i = 0; i < nr; i++) {
-    uint64_t ip = get64(c, "callchain");
-    if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-      if (!segs) {
-        segs_here = perfev_fill_nested(c->f, "callchain_contexts", 2, 0);
-        segs = lua_gettop(L);
-      } else {
-        int in_place = perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
-        fill_segment(c, marker, first, n);
-        perfev_fill_put_item(c->f, segs, nseg, in_place);
-      }
-      marker = ip;
-      first = n + 1;
-      nseg++;
-      continue;
-    }
-    lua_pushinteger(L, (lua_Integer)ip);
-    lua_rawseti(L, chain, ++n);
-  }
-  if (segs) {
-    int in_place = perfev_fill_item(c->f, segs, "callchain_contexts", nseg, 3);
-    fill_segment(c, marker, first, n);
-    perfev_fill_put_item(c->f, segs, nseg, in_place);
-    perfev_fill_trim(c->f, segs, "callchain_contexts", nseg);
-    perfev_fill_put_nested(c->f, "callchain_contexts", segs_here);   /* absent: no markers */
-  }
-  perfev_fill_trim(c->f, chain, NULL, n);
+  lua_Integer n = perfev_chain_fill(L, lua_gettop(L), w, nr, c->in.swap);
+  perfev_fill_trim(c->f, lua_gettop(L), NULL, n);
   perfev_fill_put_nested(c->f, f->name, here);
+  for (uint64_t i = 0; i < nr; i++)
+    if (perfev_ld64(w + 8 * i, c->in.swap) >= (uint64_t)PERF_CONTEXT_MAX) {   /* markers */
+      struct segs s = { c, 0 };
+      int segs_here = perfev_fill_nested(c->f, "callchain_contexts", 2, 0);
+      lua_Integer nseg;
+      s.t = lua_gettop(L);
+      nseg = perfev_chain_segments(w, nr, c->in.swap, fill_segment, &s);
+      perfev_fill_trim(c->f, s.t, "callchain_contexts", nseg);
+      perfev_fill_put_nested(c->f, "callchain_contexts", segs_here);   /* absent: no markers */
+      break;
+    }
 }
 
 static void op_raw(struct cur *c, const struct perfev_rfield *f)
@@ -701,15 +684,6 @@ static size_t pick_layout(struct cur *c, const struct perfev_decoder *d)
   return li;
 }
 
-void perfev_decode_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
-                              size_t len)
-{
-  if (type == PERF_RECORD_LOST && len >= 24)
-    d->lost += perfev_ld64(rec + 16, d->swap);
-  else if (type == PERF_RECORD_LOST_SAMPLES && len >= 16)
-    d->lost += perfev_ld64(rec + 8, d->swap);
-}
-
 /* The keys the source adds (rec.event, rec.offset): with a selection,
  * on a sample, only those asked for. */
 static void set_extras(struct cur *c, const struct perfev_extra *x, size_t li, size_t off)
@@ -722,7 +696,7 @@ static void set_extras(struct cur *c, const struct perfev_extra *x, size_t li, s
   }
 }
 
-size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int into,
+size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, const struct perfev_sink *to,
                           const unsigned char *rec, size_t len, size_t off,
                           const struct perfev_extra *x)
 {
@@ -753,9 +727,9 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   c.in.p = rec + sizeof h;
   c.in.end = rec + h.size;
   rt = perfev_rtype_find(h.type);
-  perfev_fill_begin(&fill, L, state, into);
-  if (fill.st && fill.st->sel.n && h.type == PERF_RECORD_SAMPLE)
-    c.sel = &fill.st->sel;   /* a selection applies to samples; other records come whole */
+  perfev_fill_begin(&fill, L, to ? to->fill : NULL, to ? to->state : 0, to ? to->into : 0);
+  if (to && to->sel && to->sel->n && h.type == PERF_RECORD_SAMPLE)
+    c.sel = to->sel;   /* a selection applies to samples; other records come whole */
   if (!rt) {   /* a type newer than this decoder: its number and bytes */
     perfev_fill_put_int(&fill, "type", h.type);
     perfev_fill_put_bytes(&fill, "data", c.in.p, left(&c));
@@ -772,13 +746,13 @@ size_t perfev_decode_into(lua_State *L, struct perfev_decoder *d, int state, int
   if (c.sel && !c.sel->values && fill.reuse)
     perfev_fill_keep(&fill, c.sel);
   perfev_fill_end(&fill);
-  perfev_decode_count_lost(d, h.type, rec, h.size);
+  perfev_decoder_count_lost(d, h.type, rec, h.size);
   return li;
 }
 
 size_t perfev_decode_one(lua_State *L, struct perfev_decoder *d, const unsigned char *rec,
                          size_t len, size_t off)
 {
-  return perfev_decode_into(L, d, 0, 0, rec, len, off, NULL);
+  return perfev_decode_into(L, d, NULL, rec, len, off, NULL);
 }
 

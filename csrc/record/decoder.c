@@ -3,7 +3,7 @@
  * of each attr of a stream, read from it once, and where a record says which
  * attr it belongs to (its id), to pick the layout of each record. */
 #include <string.h>
-#include "decode.h"
+#include "decoder.h"
 
 /* ---- the decode parameters of an attr ---- */
 
@@ -147,59 +147,16 @@ int perfev_decoder_pick(const struct perfev_decoder *d, const unsigned char *rec
   return PERFEV_PICK_NO_ATTR;
 }
 
-/* ---- core.decode(bytes, attr | event | { [id] = attr or event, ... }, [options]) ---- */
-
-/* Upvalues 1 and 2, the byte string and the decoder, only keep them alive:
- * the state points at both. */
-#define DECODE_UPV_INTO lua_upvalueindex(3)
-#define DECODE_UPV_STATE lua_upvalueindex(4)
-
-/* The iterator: the string, where it is and the decoder are in the state,
- * so that a step reads no upvalue but the state. */
-static int decode_step(lua_State *L, struct perfev_reuse *st);
-
-static int decode_next(lua_State *L)
+void perfev_decoder_count_lost(struct perfev_decoder *d, uint32_t type, const unsigned char *rec,
+                               size_t len)
 {
-  struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, DECODE_UPV_STATE);
-  const unsigned char *rec = st->bytes + st->off;
-  /* values mode's shortcut (this decoder is the closure's: never replaced,
-   * so the plan made for it needs no check of the layout); kept apart from
-   * the general step so that a plain sample pays for nothing else */
-  size_t size = perfev_select_scalar_size(st, st->dec, rec, st->len - st->off, 0);
-  if (size) {
-    size_t off = st->off;
-    st->off += size;
-    return perfev_select_push_scalars(L, st, st->dec, rec, off);
-  }
-  return decode_step(L, st);
+  if (type == PERF_RECORD_LOST && len >= 24)
+    d->lost += perfev_ld64(rec + 16, d->swap);
+  else if (type == PERF_RECORD_LOST_SAMPLES && len >= 16)
+    d->lost += perfev_ld64(rec + 8, d->swap);
 }
 
-/* The general step: the next record, its table or its values. */
-static __attribute__((noinline)) int decode_step(lua_State *L, struct perfev_reuse *st)
-{
-  struct perfev_decoder *d = st->dec;
-  const unsigned char *s = st->bytes;
-  size_t len = st->len, off = st->off;
-  struct perf_event_header h;
-  int n = 0;
-  if (st->sel.tally && (n = perfev_tally_next(L, st, DECODE_UPV_STATE, d, NULL, off >= len)) > 0)
-    return n;
-  while (n == 0) {   /* n is 0 for a record skipped (values of samples only) */
-    if (off >= len)   /* the tallies of the last samples, if any */
-      return st->sel.tally ? perfev_tally_next(L, st, DECODE_UPV_STATE, d, NULL, 1) : 0;
-    if (len - off < sizeof h)
-      perfev_decode_error(L, off, 0, len - off, "the buffer ends inside a record header");
-    perfev_record_header(s + off, d->swap, &h);
-    if (h.size < sizeof h)
-      perfev_decode_error(L, off, h.type, h.size, "size is smaller than the 8-byte header");
-    if (h.size > len - off)
-      perfev_decode_error(L, off, h.type, h.size, "size runs past the end of the buffer");
-    st->off = off + h.size;
-    n = perfev_iter_record(L, st, d, DECODE_UPV_STATE, DECODE_UPV_INTO, s + off, h.size, off, NULL);
-    off += h.size;
-  }
-  return n;
-}
+/* ---- the decoder of what perfev.decode and perfev.encode take ---- */
 
 /* The attr and id of the value at idx (attr or event); 0 if neither. */
 static int attr_of(lua_State *L, int idx, const struct perfev_attr **a, uint64_t *id)
@@ -281,76 +238,6 @@ struct perfev_decoder *perfev_decoder_from(lua_State *L, int idx, const char *wh
   return d;
 }
 
-#if PERFEV_LUAJIT
-/* Where the Lua layer puts the function that gives LuaJIT a compiled
- * iterator for a plan of scalars (lua/perfev/decode_jit.lua). */
-#define ACCELERATOR "perfev.decode.scalars"
-
-/* With the C iterator on top: when the fields are a plan of scalars of
- * one attr in this byte order and the accelerator is set, replaces it with
- * accelerator(bytes, iterator, min_size, period, n, off1, kind1, ...),
- * which reads the same offsets through the FFI in a loop LuaJIT compiles
- * (and falls back on the C iterator for anything else). */
-static void accelerate(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d)
-{
-  const struct perfev_sel_plan *p;
-  if (!st->sel.values || st->sel.tally || d->n != 1 || d->swap)
-    return;
-  p = perfev_select_plan(&st->sel, &d->attrs[0], 0);
-  if (!p->scalars)
-    return;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, ACCELERATOR) != LUA_TFUNCTION) {
-    lua_pop(L, 1);
-    return;
-  }
-  luaL_checkstack(L, 6 + 2 * (int)st->sel.n, "perfev.decode: too many fields");
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, -3);
-  lua_pushinteger(L, (lua_Integer)p->min_size);
-  lua_pushinteger(L, (lua_Integer)p->period);
-  lua_pushinteger(L, (lua_Integer)st->sel.n);
-  for (size_t j = 0; j < st->sel.n; j++) {
-    lua_pushinteger(L, (lua_Integer)p->f[j].off);
-    lua_pushinteger(L, (lua_Integer)p->f[j].scalar);
-  }
-  lua_call(L, 5 + 2 * (int)st->sel.n, 1);
-  lua_remove(L, -2);
-}
-
-/* core.decode_accelerator(fn | nil): sets it (LuaJIT's Lua layer). */
-static int l_accelerator(lua_State *L)
-{
-  if (!lua_isnil(L, 1))
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-  lua_settop(L, 1);
-  lua_setfield(L, LUA_REGISTRYINDEX, ACCELERATOR);
-  return 0;
-}
-#endif
-
-static int l_decode(lua_State *L)
-{
-  struct perfev_decoder *d;
-  struct perfev_reuse *st;
-  int top;
-  luaL_checkstring(L, 1);
-  lua_settop(L, 3);
-  d = perfev_decoder_from(L, 2, "perfev.decode");
-  top = lua_gettop(L);
-  st = perfev_decode_options(L, 3, "perfev.decode", &d->swap);   /* pushes into, state */
-  st->bytes = (const unsigned char *)lua_tolstring(L, 1, &st->len);
-  st->dec = d;
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, top);
-  lua_pushvalue(L, top + 1);
-  lua_pushvalue(L, top + 2);
-  lua_pushcclosure(L, decode_next, 4);
-#if PERFEV_LUAJIT
-  accelerate(L, st, d);
-#endif
-  return 1;
-}
-
 /* core.id_positions(attr) -> where a sample's id is (u64 words after the
  * header) and where a side-band record's is (u64 words before the end of
  * its sample_id trailer); -1: none. The events of one stream need both
@@ -364,16 +251,9 @@ static int l_id_positions(lua_State *L)
   return 2;
 }
 
-int perfev_decode_open_lib(lua_State *L)
+void perfev_decoder_open_lib(lua_State *L)
 {
-  static const luaL_Reg funcs[] = {
-    { "decode", l_decode }, { "id_positions", l_id_positions },
-#if PERFEV_LUAJIT
-    { "decode_accelerator", l_accelerator },
-#endif
-    { NULL, NULL }
-  };
   perfev_class_register(L, PERFEV_DECODER_MT, NULL, NULL);
-  luaL_setfuncs(L, funcs, 0);
-  return 0;
+  lua_pushcfunction(L, l_id_positions);
+  lua_setfield(L, -2, "id_positions");
 }

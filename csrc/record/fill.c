@@ -21,7 +21,7 @@
 
 /* Whether the nested table k, last filled for shape, can be refilled for
  * shape now; remembers shape for k. */
-static int keeps_shape(struct perfev_reuse *st, const char *k, uint64_t shape)
+static int keeps_shape(struct perfev_fill_state *st, const char *k, uint64_t shape)
 {
   size_t i;
   int same;
@@ -92,7 +92,7 @@ void perfev_push_lower(lua_State *L, const char *s)
 /* The slot of static string k in st->names (and of its string in the user
  * value, at the slot's index plus one), or -1 when the probe finds the
  * slots near its hash taken: open addressing, a few probes, no eviction. */
-static int name_slot(struct perfev_reuse *st, const char *k)
+static int name_slot(struct perfev_fill_state *st, const char *k)
 {
   /* Fibonacci hashing of the address: the top bits of the product */
   unsigned h = (unsigned)(((uint64_t)(uintptr_t)k * UINT64_C(0x9e3779b97f4a7c15)) >> 58);
@@ -275,10 +275,11 @@ void perfev_fill_trim(struct perfev_fill *f, int idx, const char *k, lua_Integer
 
 /* ---- one record ---- */
 
-void perfev_fill_begin(struct perfev_fill *f, lua_State *L, int state, int into)
+void perfev_fill_begin(struct perfev_fill *f, lua_State *L, struct perfev_fill_state *st, int state,
+                       int into)
 {
   f->L = L;
-  f->st = state ? (struct perfev_reuse *)lua_touserdata(L, state) : NULL;
+  f->st = st;
   f->reuse = 0;
   f->nkeys = 0;
   if (!f->st) {
@@ -308,12 +309,12 @@ void perfev_fill_begin(struct perfev_fill *f, lua_State *L, int state, int into)
   f->st->dirty = 1;     /* until this record is whole */
 }
 
-static int same_key(const struct perfev_reuse_key *a, const struct perfev_reuse_key *b)
+static int same_key(const struct perfev_fill_key *a, const struct perfev_fill_key *b)
 {
   return a->lower == b->lower && (a->name == b->name || strcmp(a->name, b->name) == 0);
 }
 
-static void push_key(lua_State *L, const struct perfev_reuse_key *k)
+static void push_key(lua_State *L, const struct perfev_fill_key *k)
 {
   if (k->lower)
     perfev_push_lower(L, k->name);
@@ -322,7 +323,7 @@ static void push_key(lua_State *L, const struct perfev_reuse_key *k)
 }
 
 /* Removes key k from the record; a nested table is set aside. */
-static void drop_key(struct perfev_fill *f, const struct perfev_reuse_key *k)
+static void drop_key(struct perfev_fill *f, const struct perfev_fill_key *k)
 {
   lua_State *L = f->L;
   push_key(L, k);
@@ -343,7 +344,7 @@ static void drop_key(struct perfev_fill *f, const struct perfev_reuse_key *k)
  * remembers this one's. */
 static void forget_stale(struct perfev_fill *f)
 {
-  struct perfev_reuse *st = f->st;
+  struct perfev_fill_state *st = f->st;
   size_t i, j, n = f->nkeys;
   int same = st->nkeys == n;
   for (i = 0; same && i < n; i++)

@@ -5,7 +5,32 @@
 #ifndef PERFEV_FILL_H
 #define PERFEV_FILL_H
 
-#include "decode.h"
+#include "decoder.h"
+#include "select.h"
+#include "slots.h"
+
+/* What an iteration keeps between records to fill them (a part of the
+ * iteration state, record/iter.h): the key strings, interned once (at the
+ * index of their slot in names, plus one, in the state's user value); and
+ * when every record is decoded into one table (the `into` option), the
+ * keys the last record set, so that the next clears those it does not set
+ * itself, and for the nested tables whose keys depend on the attr (read,
+ * branch_stack, regs) the attr value they were last filled for, so that
+ * they are refilled in place only when their keys are the same. */
+#define PERFEV_REUSE_KEYS 64
+#define PERFEV_REUSE_SHAPES 8
+struct perfev_fill_key {
+  const char *name;
+  int lower;     /* name is a constant's upper-case name: the key is its lower case */
+};
+struct perfev_fill_state {
+  int into;      /* the records go into one table */
+  int dirty;     /* that table holds keys not listed (first record, or a decode raised) */
+  size_t nkeys, nshapes;
+  struct perfev_fill_key keys[PERFEV_REUSE_KEYS];
+  struct { const char *name; uint64_t shape; } shapes[PERFEV_REUSE_SHAPES];
+  const char *names[PERFEV_NAME_SLOTS];   /* the static string each slot holds */
+};
 
 /* The table being filled. Keys and string values passed as `k` must be
  * static strings (the layout tables' names, literals): their address
@@ -13,18 +38,20 @@
 struct perfev_fill {
   lua_State *L;
   int t;                          /* stack index of the record's table */
-  struct perfev_reuse *st;        /* the iteration's state, or NULL (decode_one) */
-  int u;                          /* stack index of st's user value */
+  struct perfev_fill_state *st;   /* the iteration's, or NULL (decode_one) */
+  int u;                          /* stack index of the iteration state's user value */
   int reuse;                      /* t is the `into` table, being refilled */
   size_t nkeys;                   /* keys set so far; above PERFEV_REUSE_KEYS, unlisted */
-  struct perfev_reuse_key keys[PERFEV_REUSE_KEYS];
+  struct perfev_fill_key keys[PERFEV_REUSE_KEYS];
 };
 
-/* Pushes the table to fill: state (stack index, 0: none) says whether it
- * is the table at index into, or a new one. perfev_fill_end removes the
+/* Pushes the table to fill: with st (NULL: none; state: the stack index
+ * of the iteration state, whose user value holds the key strings) the
+ * table at index into when st->into, else a new one. perfev_fill_end removes the
  * keys of the previous record this one did not set, and leaves the table
  * alone on top of what was there. */
-void perfev_fill_begin(struct perfev_fill *f, lua_State *L, int state, int into);
+void perfev_fill_begin(struct perfev_fill *f, lua_State *L, struct perfev_fill_state *st, int state,
+                       int into);
 void perfev_fill_end(struct perfev_fill *f);
 /* Removes the keys of the record (being refilled) that sel does not ask
  * for (rec.type stays): an op sets a key beside its own (callchain's

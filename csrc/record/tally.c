@@ -7,14 +7,17 @@
  * each distinct (event, pid, tid, cpu, ip, cpumode), not for each sample.
  *
  * The counts live in a userdata of the iteration state's user value
- * (PERFEV_SEL_TALLY), replaced by one twice as large when full: the
+ * (PERFEV_SLOT_TALLY), replaced by one twice as large when full: the
  * entries in the order their first sample came (so that whoever builds
  * rows from them builds them in the samples' order) and an open-addressing
  * index over them. No malloc, nothing to free. A callchain can be part of
  * the key: the chains are kept, as read, in a second userdata
- * (PERFEV_SEL_CHAINS), each entry holding where its chain is. */
+ * (PERFEV_SLOT_CHAINS), each entry holding where its chain is. */
 #include <string.h>
+#include "tally.h"
+#include "callchain.h"
 #include "decode.h"
+#include "slots.h"
 
 struct chains {
   size_t used, cap;  /* u64 words */
@@ -27,7 +30,7 @@ struct perfev_tally {
   size_t slots;      /* index slots: a power of two, at least twice cap */
   size_t nf;         /* fields per key */
   int draining;      /* entries are being handed out */
-  int held;          /* a record waits in PERFEV_SEL_HELD */
+  int held;          /* a record waits in PERFEV_SLOT_HELD */
   struct chains *chains;   /* the callchains of the entries (NULL: none yet) */
   /* then: uint64_t ent[cap][words]; uint32_t index[slots] (entry + 1; 0: empty) */
 };
@@ -122,7 +125,7 @@ static struct perfev_tally *tally_new(lua_State *L, int state, size_t nf, size_t
     for (size_t e = 0; e < t->n; e++)
       index_put(t, e);
   }
-  keep(L, state, PERFEV_SEL_TALLY);
+  keep(L, state, PERFEV_SLOT_TALLY);
   return t;
 }
 
@@ -142,20 +145,21 @@ static void chains_reserve(lua_State *L, int state, struct perfev_tally *t, size
   nc->used = used;
   if (used)
     memcpy(nc->w, c->w, used * 8);
-  keep(L, state, PERFEV_SEL_CHAINS);
+  keep(L, state, PERFEV_SLOT_CHAINS);
   t->chains = nc;
 }
 
-void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
-                      const struct perfev_sel_plan *p, const struct perfev_attr_params *l,
-                      const unsigned char *rec, int swap, size_t li)
+/* Counts the sample rec (attr li, plan p) in *tp. */
+static void add(lua_State *L, struct perfev_tally **tp, size_t nf, int state,
+                const struct perfev_sel_plan *p, const struct perfev_attr_params *l,
+                const unsigned char *rec, int swap, size_t li)
 {
-  struct perfev_tally *t = st->tally;
+  struct perfev_tally *t = *tp;
   uint64_t key[1 + PERFEV_SELECT_MAX], *e, *chain = NULL;
   uint32_t *ix;
-  size_t nf = st->sel.n, s, clen = 0, kw = 1 + nf;
+  size_t s, clen = 0, kw = 1 + nf;
   if (!t)
-    t = st->tally = tally_new(L, state, nf, 256, NULL);
+    t = *tp = tally_new(L, state, nf, 256, NULL);
   key[0] = li;
   for (size_t j = 0; j < nf; j++)
     key[1 + j] = perfev_select_key(p, j, l, rec, swap);
@@ -175,7 +179,7 @@ void perfev_tally_add(lua_State *L, struct perfev_reuse *st, int state,
       goto count;
   }
   if (t->n == t->cap) {   /* a larger tally: the free slot is another */
-    t = st->tally = tally_new(L, state, nf, 2 * t->cap, t);
+    t = *tp = tally_new(L, state, nf, 2 * t->cap, t);
     ix = index_of(t);
     for (s = slot_of(key, kw, chain, clen, t->slots); ix[s]; s = next_slot(t, s))
       ;
@@ -193,64 +197,26 @@ count:
   e[kw + E_WEIGHT] += p->period_at ? perfev_ld64(rec + p->period_at, swap) : l->period;
 }
 
-/* Pushes a chain as the decoder gives rec.callchain (the addresses, the
- * markers left out), or (contexts) as rec.callchain_contexts (the segments
- * the markers open, { context, first, last }; nil without markers). */
+/* Pushes a kept chain (n words, host order) as the decoder gives
+ * rec.callchain, or (contexts) as rec.callchain_contexts. */
 static void push_chain(lua_State *L, const uint64_t *w, size_t n, int contexts)
 {
-  lua_Integer k = 0, nseg = 0, first = 0;
-  uint64_t marker = 0;
-  int segs = 0;
-  if (!contexts) {
-    lua_createtable(L, (int)(n < 256 ? n : 256), 0);
-    for (size_t i = 0; i < n; i++)
-      if (w[i] < (uint64_t)PERF_CONTEXT_MAX) {
-        lua_pushinteger(L, (lua_Integer)w[i]);
-        lua_rawseti(L, -2, ++k);
-      }
+  if (contexts) {
+    perfev_chain_push_contexts(L, (const unsigned char *)w, n, 0);
     return;
   }
-  for (size_t i = 0; i <= n; i++) {
-    if (i < n && w[i] < (uint64_t)PERF_CONTEXT_MAX) {
-      k++;
-      continue;
-    }
-    if (segs) {   /* the segment the last marker opened ends here */
-      const char *name = perfev_context_name(marker);
-      lua_createtable(L, 0, 3);
-      if (name)
-        lua_pushstring(L, name);
-      else
-        lua_pushinteger(L, (lua_Integer)marker);
-      lua_setfield(L, -2, "context");
-      lua_pushinteger(L, first);
-      lua_setfield(L, -2, "first");
-      lua_pushinteger(L, k);
-      lua_setfield(L, -2, "last");
-      lua_rawseti(L, segs, ++nseg);
-    }
-    if (i == n)
-      break;
-    if (!segs) {
-      lua_createtable(L, 2, 0);
-      segs = lua_gettop(L);
-    }
-    marker = w[i];
-    first = k + 1;
-  }
-  if (!segs)
-    lua_pushnil(L);
+  lua_createtable(L, (int)(n < 256 ? n : 256), 0);
+  perfev_chain_fill(L, lua_gettop(L), (const unsigned char *)w, n, 0);
 }
 
 /* Pushes entry t->next (samples, weight, values...) and returns how many. */
-static int push_entry(lua_State *L, struct perfev_reuse *st, struct perfev_decoder *d,
-                      const struct perfev_extra *x)
+static int push_entry(lua_State *L, struct perfev_tally *t, struct perfev_select *sel,
+                      struct perfev_decoder *d, const struct perfev_extra *x)
 {
-  struct perfev_tally *t = st->tally;
   const uint64_t *e = entry(t, t->next++);
   size_t li = (size_t)e[0], nf = t->nf;
   const struct perfev_attr_params *l = &d->attrs[li];
-  const struct perfev_sel_plan *p = perfev_select_plan(&st->sel, l, li);
+  const struct perfev_sel_plan *p = perfev_select_plan(sel, l, li);
   luaL_checkstack(L, (int)nf + 8, "perfev: too many fields");
   size_t kw = 1 + nf;
   lua_pushinteger(L, (lua_Integer)e[kw + E_COUNT]);
@@ -259,32 +225,30 @@ static int push_entry(lua_State *L, struct perfev_reuse *st, struct perfev_decod
   else
     lua_pushnil(L);
   for (size_t j = 0; j < nf; j++) {
-    int which = perfev_select_chain_field(p, j);
-    if (which)
-      push_chain(L, chain_of(t, e), (size_t)e[kw + E_CLEN], which == 2);   /* NULL: none */
+    uint8_t how = p->f[j].how;
+    if (how == PERFEV_H_CHAIN || how == PERFEV_H_CHAIN_CTX)   /* the chain: NULL, none */
+      push_chain(L, chain_of(t, e), (size_t)e[kw + E_CLEN], how == PERFEV_H_CHAIN_CTX);
     else
       perfev_select_push_key(L, p, j, e[1 + j], x, li, 0);
   }
   return (int)nf + 2;
 }
 
-int perfev_tally_hold(lua_State *L, struct perfev_reuse *st, int state, struct perfev_decoder *d,
-                      const struct perfev_extra *x)
+int perfev_tally_hold(lua_State *L, struct perfev_tally *t, struct perfev_select *sel, int state,
+                      struct perfev_decoder *d, const struct perfev_extra *x)
 {
-  struct perfev_tally *t = st->tally;
   if (!t || t->n == 0)
     return 1;
-  keep(L, state, PERFEV_SEL_HELD);
+  keep(L, state, PERFEV_SLOT_HELD);
   t->held = 1;
   t->draining = 1;
   t->next = 0;
-  return push_entry(L, st, d, x);
+  return push_entry(L, t, sel, d, x);
 }
 
-int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct perfev_decoder *d,
-                      const struct perfev_extra *x, int end)
+int perfev_tally_next(lua_State *L, struct perfev_tally *t, struct perfev_select *sel, int state,
+                      struct perfev_decoder *d, const struct perfev_extra *x, int end)
 {
-  struct perfev_tally *t = st->tally;
   if (!t)
     return 0;
   if (end && !t->draining && t->n) {
@@ -294,7 +258,7 @@ int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct p
   if (!t->draining)
     return 0;
   if (t->next < t->n)
-    return push_entry(L, st, d, x);
+    return push_entry(L, t, sel, d, x);
   /* every tally handed out: empty, and the record held back comes */
   t->draining = 0;
   if (t->n * 8 < t->slots) {   /* few entries in a large index: clear theirs */
@@ -315,9 +279,37 @@ int perfev_tally_next(lua_State *L, struct perfev_reuse *st, int state, struct p
     return 0;
   t->held = 0;
   perfev_getiuservalue(L, state);
-  lua_rawgeti(L, -1, PERFEV_SEL_HELD);
+  lua_rawgeti(L, -1, PERFEV_SLOT_HELD);
   lua_pushnil(L);
-  lua_rawseti(L, -3, PERFEV_SEL_HELD);
+  lua_rawseti(L, -3, PERFEV_SLOT_HELD);
   lua_remove(L, -2);
+  return 1;
+}
+
+int perfev_tally_count(lua_State *L, struct perfev_tally **t, struct perfev_select *sel, int state,
+                       struct perfev_decoder *d, const unsigned char *rec, size_t len, size_t off)
+{
+  const struct perfev_attr_params *l;
+  const struct perfev_sel_plan *p;
+  struct perf_event_header h;
+  size_t li;
+  uint64_t id;
+  if (!d || len < sizeof h)
+    return 0;
+  perfev_record_header(rec, d->swap, &h);
+  if (h.type != PERF_RECORD_SAMPLE || h.size < sizeof h || h.size > len ||
+      perfev_decoder_pick(d, rec, h.size, h.type, &li, &id) != PERFEV_PICK_OK)
+    return 0;
+  l = &d->attrs[li];
+  p = perfev_select_plan(sel, l, li);
+  if (!p->tally)
+    luaL_error(L, "%s: option 'tally': field '%s' cannot be a tally's key (keys are values at "
+                  "a fixed place of this event's samples, the callchain, and callchain_contexts "
+                  "beside callchain)", sel->who, sel->f[p->untallied].name);
+  if (h.size < p->min_size || !perfev_plan_chain_fits(p, rec, h.size, d->swap))
+    return 0;
+  if (p->variable)   /* counted in place: checked whole, as a full decode reads it */
+    perfev_decode_check_sample(L, l, rec, h.size, off, d->swap);
+  add(L, t, sel->n, state, p, l, rec, d->swap, li);
   return 1;
 }

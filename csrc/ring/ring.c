@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perfev.h"
-#include "record/decode.h"
+#include "record/iter.h"
 #include "ring.h"
 
 /* ---- ev:mmap(pages) ---- */
@@ -71,8 +71,10 @@ static int overwrite_opt(lua_State *L, int backward)
   return overwrite;
 }
 
-/* ev:mmap([pages = 8 [, opts]]) -> ring | nil, message, errno */
-int perfev_ring_mmap(lua_State *L)
+/* ev:mmap([pages = 8 [, opts]]) -> ring | nil, message, errno: a method
+ * of the event, set on its class by perfev_ring_open_lib (the event
+ * knows nothing of rings). */
+static int l_mmap(lua_State *L)
 {
   struct perfev_event *ev = perfev_event_self(L);
   lua_Integer pages = luaL_optinteger(L, 2, 8);
@@ -123,15 +125,6 @@ static struct perfev_ring *ring_self(lua_State *L)
   return r;
 }
 
-/* Copies n bytes at ring position pos, across the end of the area. */
-static void ring_copy(const struct perfev_ring *r, uint64_t pos, unsigned char *dst, size_t n)
-{
-  size_t at = (size_t)(pos & (r->data_size - 1));
-  size_t first = (size_t)r->data_size - at < n ? (size_t)r->data_size - at : n;
-  memcpy(dst, r->data + at, first);
-  memcpy(dst + first, r->data, n - first);
-}
-
 /* The kernel's writes up to head are visible once head is read with
  * acquire (the man page's rmb after reading data_head). */
 static uint64_t load_head(const struct perfev_ring *r)
@@ -159,43 +152,63 @@ static int push_event(lua_State *L, void *ud, int which, int asked, uint32_t typ
   return 1;
 }
 
+/* The ring as a source of records: the next one copied out whole (also
+ * across the end of the area), data_tail handed back past it before it
+ * is decoded. ud: the ring; end: the head when records() began. */
+struct ring_source {
+  struct perfev_source src;
+  struct perfev_ring *r;
+  uint64_t head;
+};
+
+static int ring_next(lua_State *L, struct perfev_source *src)
+{
+  struct ring_source *s = (struct ring_source *)src;
+  struct perfev_ring *r = s->r;
+  struct perfev_ring_walk w;
+  struct perf_event_header h;
+  perfev_ring_walk_init(&w, r, s->head);
+  switch (perfev_ring_walk_next(&w, &h)) {
+  case PERFEV_WALK_END:
+    return PERFEV_SOURCE_END;
+  case PERFEV_WALK_BROKEN:
+    store_tail(r, s->head);   /* resynchronise at head, then report */
+    perfev_decode_error(L, (size_t)w.pos, h.type, h.size,
+                        "a record in the ring is not whole (skipped to data_head)");
+    break;
+  default:
+    break;
+  }
+  if (!r->rec && !(r->rec = (unsigned char *)malloc(PERFEV_RECORD_MAX)))
+    luaL_error(L, "perfev.ring: out of memory");
+  perfev_ring_walk_copy(&w, w.pos, r->rec, h.size);
+  store_tail(r, w.pos + h.size);
+  src->dec = r->dec;
+  src->rec = r->rec;
+  src->len = h.size;
+  src->off = (size_t)w.pos;
+  return PERFEV_SOURCE_RECORD;
+}
+
 /* The records() iterator: upvalue 1 the ring, 2 the head when it began,
  * 3 the events, 4 the table to decode every record into (nil: a new table
  * per record), 5 the iteration state. */
 static int records_next(lua_State *L)
 {
-  struct perfev_ring *r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
-  struct perfev_reuse *st = (struct perfev_reuse *)lua_touserdata(L, lua_upvalueindex(5));
-  uint64_t head = (uint64_t)lua_tointeger(L, lua_upvalueindex(2)), tail;
-  struct perf_event_header h;
-  struct perfev_extra x = { push_event, r };
-  int n = 0;
-  if (!r->page)
+  struct ring_source s;
+  struct perfev_extra x;
+  s.r = (struct perfev_ring *)lua_touserdata(L, lua_upvalueindex(1));
+  if (!s.r->page)
     return luaL_error(L, "perfev.ring: the ring was closed during iteration");
-  if (st->sel.tally) {   /* the tallies before a record, then the record */
-    tail = r->page->data_tail;
-    n = perfev_tally_next(L, st, lua_upvalueindex(5), r->dec, &x, tail >= head || r->data_size == 0);
-    if (n)
-      return n;
-  }
-  while (n == 0) {   /* 0: a record skipped (values of samples only) */
-    tail = r->page->data_tail;   /* only this process writes it */
-    if (tail >= head || r->data_size == 0)   /* the tallies of the last samples, if any */
-      return st->sel.tally ? perfev_tally_next(L, st, lua_upvalueindex(5), r->dec, &x, 1) : 0;
-    ring_copy(r, tail, (unsigned char *)&h, sizeof h);
-    if (h.size < sizeof h || h.size > head - tail) {
-      store_tail(r, head);   /* resynchronise at head, then report */
-      perfev_decode_error(L, (size_t)tail, h.type, h.size,
-                          "a record in the ring is not whole (skipped to data_head)");
-    }
-    if (!r->rec && !(r->rec = (unsigned char *)malloc(PERFEV_RECORD_MAX)))
-      return luaL_error(L, "perfev.ring: out of memory");
-    ring_copy(r, tail, r->rec, h.size);
-    store_tail(r, tail + h.size);
-    n = perfev_iter_record(L, st, r->dec, lua_upvalueindex(5), lua_upvalueindex(4), r->rec, h.size,
-                           (size_t)tail, &x);
-  }
-  return n;
+  x.push = push_event;
+  x.ud = s.r;
+  s.head = (uint64_t)lua_tointeger(L, lua_upvalueindex(2));
+  s.src.next = ring_next;
+  s.src.ud = s.r;
+  s.src.dec = s.r->dec;
+  s.src.x = &x;
+  return perfev_iter_next(L, (struct perfev_iter *)lua_touserdata(L, lua_upvalueindex(5)),
+                          lua_upvalueindex(5), lua_upvalueindex(4), &s.src);
 }
 
 /* Pushes the records() iterator for the options at index 2. */
@@ -215,12 +228,12 @@ static int push_records(lua_State *L, const char *who)
     lua_pushnil(L);
     if (lua_getfield(L, -3, "records_state") == LUA_TNIL) {
       lua_pop(L, 2);
-      perfev_decode_options(L, 2, who, NULL);
+      perfev_iter_options(L, 2, who, NULL);
       lua_pushvalue(L, -1);
       lua_setfield(L, -4, "records_state");
     }
   } else {                 /* the table, and a state of its own */
-    perfev_decode_options(L, 2, who, NULL);
+    perfev_iter_options(L, 2, who, NULL);
   }
   lua_remove(L, -4);
   lua_pushcclosure(L, records_next, 5);
@@ -517,11 +530,6 @@ uint64_t perfev_ring_head(const struct perfev_ring *r)
   return load_head(r);
 }
 
-void perfev_ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n)
-{
-  ring_copy(r, pos, (unsigned char *)dst, n);
-}
-
 void perfev_ring_consume(struct perfev_ring *r, uint64_t tail)
 {
   store_tail(r, tail);
@@ -542,5 +550,10 @@ int perfev_ring_open_lib(lua_State *L)
   };
   perfev_ring_snapshot_open_lib(L);
   perfev_class_register(L, PERFEV_RING_MT, meta, methods);
+  perfev_class_methods(L, PERFEV_EVENT_MT);
+  luaL_getmetatable(L, PERFEV_EVENT_MT);   /* upvalue 1, as every method has */
+  lua_pushcclosure(L, l_mmap, 1);
+  lua_setfield(L, -2, "mmap");
+  lua_pop(L, 1);
   return 0;
 }

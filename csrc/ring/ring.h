@@ -1,13 +1,14 @@
-/* The ring userdata shared by the files that read it: ring.c (mapping,
- * records, poll, info), ring/snapshot.c (overwrite and backward rings),
+/* The ring userdata shared by the files that read it, and the walk over
+ * its records: ring.c (mapping, records, poll, info), ring/snapshot.c (overwrite and backward rings),
  * ring/selfread.c (counts through the metadata page), ring/aux.c (AUX area). */
 #ifndef PERFEV_RING_H
 #define PERFEV_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "perfev.h"
-#include "record/decode.h"
+#include "record/decoder.h"
 
 #define PERFEV_RING_MT "perfev.ring"
 
@@ -39,10 +40,54 @@ struct perfev_ring *perfev_ring_self(lua_State *L);
 struct perfev_event *perfev_ring_event(lua_State *L, const struct perfev_ring *r);
 /* data_head, read with acquire: the records before it are visible. */
 uint64_t perfev_ring_head(const struct perfev_ring *r);
-/* Copies n bytes at ring position pos (any position: wraps the area). */
-void perfev_ring_copy(const struct perfev_ring *r, uint64_t pos, void *dst, size_t n);
 /* Hands the data before tail back to the kernel (release: after our copies). */
 void perfev_ring_consume(struct perfev_ring *r, uint64_t tail);
+
+/* ---- the walk over a ring's records: the one loop of every reader ----
+ * (records() in ring.c, snapshot() over a copy of the area in
+ * snapshot.c, the profiler's hook in profiler/profiler.c) */
+struct perfev_ring_walk {
+  const unsigned char *data;   /* the area (or a copy of it, its newest record first) */
+  uint64_t mask;               /* its size minus one (a power of two) */
+  uint64_t pos, end;           /* the next record; where the records end (data_head) */
+};
+
+/* A walk of r's data area from data_tail to head. */
+static inline void perfev_ring_walk_init(struct perfev_ring_walk *w, const struct perfev_ring *r,
+                                         uint64_t head)
+{
+  w->data = r->data;
+  w->mask = r->data_size - 1;
+  w->pos = r->page->data_tail;   /* only this process writes it */
+  w->end = r->data_size ? head : w->pos;
+}
+
+/* Copies n bytes at position pos, across the end of the area. */
+static inline void perfev_ring_walk_copy(const struct perfev_ring_walk *w, uint64_t pos, void *dst,
+                                         size_t n)
+{
+  size_t at = (size_t)(pos & w->mask), room = (size_t)(w->mask - at + 1);
+  size_t first = room < n ? room : n;
+  memcpy(dst, w->data + at, first);
+  memcpy((unsigned char *)dst + first, w->data, n - first);
+}
+
+/* The header of the record at w->pos in *h: PERFEV_WALK_RECORD when the
+ * record is whole, PERFEV_WALK_END when no header is left before end,
+ * PERFEV_WALK_BROKEN when its size is under a header's or runs past end
+ * (a kernel bug, or a copy partly overwritten). The caller reads what it
+ * needs of the record and steps past it (w->pos += h->size). */
+enum { PERFEV_WALK_END, PERFEV_WALK_RECORD, PERFEV_WALK_BROKEN };
+static inline int perfev_ring_walk_next(const struct perfev_ring_walk *w,
+                                        struct perf_event_header *h)
+{
+  if (w->pos >= w->end || w->end - w->pos < sizeof *h)
+    return PERFEV_WALK_END;
+  perfev_ring_walk_copy(w, w->pos, h, sizeof *h);
+  if (h->size < sizeof *h || h->size > w->end - w->pos)
+    return PERFEV_WALK_BROKEN;
+  return PERFEV_WALK_RECORD;
+}
 /* Unmaps the AUX area, if mapped (before the ring: it lives behind it). */
 void perfev_ring_aux_unmap(struct perfev_ring *r);
 

@@ -59,15 +59,13 @@ static uint64_t copy_from_head(const struct perfev_ring *r, unsigned char *out)
  * overwritten by the newest. */
 static void walk(lua_State *L, struct perfev_ring *r, const unsigned char *copy, uint64_t limit)
 {
+  struct perfev_ring_walk w = { copy, r->data_size - 1, 0, limit };
   struct perf_event_header h;
-  uint64_t off = 0, lost = r->dec->lost;
+  uint64_t lost = r->dec->lost;
   lua_Integer n = 0;
-  while (limit - off >= sizeof h) {
-    size_t li;
-    memcpy(&h, copy + off, sizeof h);
-    if (h.size < sizeof h || h.size > limit - off)
-      break;
-    li = perfev_decode_one(L, r->dec, copy + off, h.size, (size_t)off);
+  for (; perfev_ring_walk_next(&w, &h) == PERFEV_WALK_RECORD; w.pos += h.size) {
+    /* the copy starts at its newest record: none wraps */
+    size_t li = perfev_decode_one(L, r->dec, copy + w.pos, h.size, (size_t)w.pos);
     if (r->dec->n > 1) {   /* rec.event, as records() sets it for a shared ring */
       perfev_getiuservalue(L, 1);
       lua_getfield(L, -1, "events");
@@ -76,7 +74,6 @@ static void walk(lua_State *L, struct perfev_ring *r, const unsigned char *copy,
       lua_pop(L, 2);
     }
     lua_rawseti(L, -2, ++n);
-    off += h.size;
   }
   /* ring:lost() counts what records() consumed; a snapshot consumes
    * nothing, and the next one would count the same LOST records again */
