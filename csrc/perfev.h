@@ -167,12 +167,12 @@ static inline int perfev_scales(uint64_t enabled, uint64_t running)
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
 /* ---- sampling: the ring buffer (ring/) ---- */
-int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
+int perfev_ring_open_lib(lua_State *L);     /* the ring metatable, ev:mmap */
 int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring/aux.c) */
 int perfev_ring_read_open_lib(lua_State *L); /* core._selfread_compute (ring/selfread.c) */
 
-/* ---- records: decoder (record/decode*.c) and encoder (record/encode*.c) ---- */
-int perfev_decode_open_lib(lua_State *L);   /* core.decode, the decoder metatable */
+/* ---- records (record/): iteration and decoder, encoder ---- */
+int perfev_decode_open_lib(lua_State *L);   /* core.decode (iter.c), the decoder metatable */
 int perfev_encode_open_lib(lua_State *L);   /* core.encode */
 
 /* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
@@ -182,7 +182,9 @@ int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler/) */
 
 /* ---- perf.data reader (perfdata/) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
+
+/* ---- symbols (symbols/) ---- */
 int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (symbols/elf.c) */
-int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (kallsyms.c) */
+int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (symbols/kallsyms.c) */
 
 #endif

@@ -451,7 +451,7 @@ static int pd_next(lua_State *L, struct perfev_source *src)
   struct pd_reader *r = it->r;
   if (it->done)
     return PERFEV_SOURCE_END;
-  if (replay_next(L, it))
+  if (it->replay_pos < r->nreplay && replay_next(L, it))
     return PERFEV_SOURCE_PUSHED;
   for (;;) {
     const unsigned char *rec;
