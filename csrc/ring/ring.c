@@ -215,7 +215,8 @@ static int records_next(lua_State *L)
 static int push_records(lua_State *L, const char *who)
 {
   struct perfev_ring *r = ring_self(L);
-  /* records() advances data_tail, which an overwrite ring maps read-only */
+  /* records() advances data_tail, which an overwrite ring maps read-only,
+   * and could not walk a head that moves down (write_backward) */
   if (r->overwrite)
     return luaL_error(L, "perfev.ring: an overwrite ring (mmap overwrite, or write_backward) "
                          "is read with ring:snapshot(), not records()");
@@ -535,8 +536,7 @@ void perfev_ring_consume(struct perfev_ring *r, uint64_t tail)
   store_tail(r, tail);
 }
 
-/* records() on an overwrite ring would write data_tail into a read-only
- * page, and could not walk a head that moves down: refused here. */
+/* The ring's class, and ev:mmap on the event's. */
 int perfev_ring_open_lib(lua_State *L)
 {
   static const luaL_Reg meta[] = {

@@ -1,5 +1,5 @@
 -- LuaJIT's iterator of field-selected values (perfev.decode with `fields`,
--- csrc/record/decoder.c's accelerate): when every field asked for is an integer
+-- csrc/record/iter.c's accelerate): when every field asked for is an integer
 -- at a fixed offset of the samples of one attr in this byte order (a plan
 -- of scalars, csrc/record/select.c), the C core hands the plan here and this
 -- module returns a Lua iterator that reads those offsets through the FFI.
@@ -23,7 +23,7 @@ local compat = require "perfev.compat"
 local M = {}
 
 local SAMPLE = 9   -- PERF_RECORD_SAMPLE
--- the kinds of csrc/record/decode.h's PERFEV_SCALAR_*
+-- the kinds of csrc/record/select.h's PERFEV_SCALAR_*
 local U64, U32, S32 = 0, 1, 2
 
 -- Each shape of plan (its kinds) gets one generated maker, so that the
