@@ -33,9 +33,6 @@ struct attach_tracer {
 struct attach_tracer *perfev_tracer_check(lua_State *L);   /* self at 1; raises if closed */
 /* Adds tid (seized already) to the tracer; NULL when out of memory. */
 struct attach_thread *perfev_tracer_add(struct attach_tracer *tr, pid_t tid);
-struct attach_thread *perfev_tracer_find(struct attach_tracer *tr, pid_t tid);
-/* Whether fd is the routed event fd of one of the threads. */
-int perfev_tracer_owns_fd(const struct attach_tracer *tr, int fd);
 
 /* attach/wait.c: tracer:wait(ms) */
 int perfev_tracer_wait(lua_State *L);

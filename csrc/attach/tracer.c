@@ -40,7 +40,8 @@ struct attach_tracer *perfev_tracer_check(lua_State *L)
   return tr;
 }
 
-struct attach_thread *perfev_tracer_find(struct attach_tracer *tr, pid_t tid)
+/* The thread tid of the tracer (not gone), or NULL. */
+static struct attach_thread *tracer_find(struct attach_tracer *tr, pid_t tid)
 {
   for (size_t i = 0; i < tr->n; i++)
     if (tr->t[i].tid == tid && tr->t[i].state != T_GONE)
@@ -50,7 +51,7 @@ struct attach_thread *perfev_tracer_find(struct attach_tracer *tr, pid_t tid)
 
 struct attach_thread *perfev_tracer_add(struct attach_tracer *tr, pid_t tid)
 {
-  struct attach_thread *th = perfev_tracer_find(tr, tid);
+  struct attach_thread *th = tracer_find(tr, tid);
   if (th)
     return th;
   if (tr->n == tr->cap) {
@@ -68,7 +69,8 @@ struct attach_thread *perfev_tracer_add(struct attach_tracer *tr, pid_t tid)
   return th;
 }
 
-int perfev_tracer_owns_fd(const struct attach_tracer *tr, int fd)
+/* Whether fd is the routed event fd of one of the threads. */
+static int tracer_owns_fd(const struct attach_tracer *tr, int fd)
 {
   for (size_t i = 0; i < tr->n; i++)
     if (tr->t[i].fd == fd && fd >= 0)
@@ -164,7 +166,7 @@ static int seize_all(struct attach_tracer *tr, pid_t *bad)
     while ((e = readdir(d)) != NULL) {
       char *end;
       long tid = strtol(e->d_name, &end, 10);
-      if (*end || tid <= 0 || perfev_tracer_find(tr, (pid_t)tid))
+      if (*end || tid <= 0 || tracer_find(tr, (pid_t)tid))
         continue;
       if (ptrace(PTRACE_SEIZE, (pid_t)tid, 0, (void *)(long)SEIZE_OPTIONS) != 0) {
         int err = errno;
@@ -235,7 +237,7 @@ static void detach_running(struct attach_tracer *tr, size_t i)
     } else {
       siginfo_t si;
       if (sig == tr->signo && ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 &&
-          perfev_tracer_owns_fd(tr, si.si_fd))
+          tracer_owns_fd(tr, si.si_fd))
         sig = 0;               /* ours: suppressed */
     }
     (void)ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
@@ -313,7 +315,7 @@ static int l_route(lua_State *L)
   struct attach_tracer *tr = perfev_tracer_check(L);
   int tid = perfev_int_arg(L, 2, 0, "perfev.tracer:route", "tid");
   struct perfev_event *ev = perfev_event_check(L, 3);
-  struct attach_thread *th = perfev_tracer_find(tr, tid);
+  struct attach_thread *th = tracer_find(tr, tid);
   struct f_owner_ex owner = { F_OWNER_TID, tid };
   int fl;
   if (!th)
@@ -337,7 +339,7 @@ static int l_resume(lua_State *L)
 {
   struct attach_tracer *tr = perfev_tracer_check(L);
   int tid = perfev_int_arg(L, 2, 0, "perfev.tracer:resume", "tid");
-  struct attach_thread *th = perfev_tracer_find(tr, tid);
+  struct attach_thread *th = tracer_find(tr, tid);
   if (!th || th->state != T_HELD)
     return luaL_error(L, "perfev.tracer:resume: thread %d is not held", tid);
   th->state = T_RUNNING;
