@@ -3,7 +3,8 @@
 #   make            build build/perfev/core.so against $(LUA)'s headers
 #   make demo       install what is missing (as root), run examples/quickstart.lua
 #   make test       install what is missing (as root), run the busted specs
-#   make lint       luacheck, C with -Werror, cppcheck (when installed), rockspec in sync
+#   make lint       luacheck, C with -Werror, cppcheck (when installed), no circle between csrc/'s
+#                   concerns, rockspec in sync
 #   make check      specs under ASan+UBSan, then under valgrind's leak check (budget: check-valgrind)
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
@@ -57,7 +58,7 @@ INSTALL_BIN  ?= $(PREFIX)/bin
 INSTALL_CMOD ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 INSTALL_LMOD ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 
-SRCS      := $(sort $(wildcard csrc/*.c))
+SRCS      := $(sort $(wildcard csrc/*.c csrc/*/*.c))
 OBJS      := $(SRCS:csrc/%.c=build/obj/%.o)
 ASAN_OBJS := $(SRCS:csrc/%.c=build/asan/obj/%.o)
 LUA_MODS  := $(sort $(shell find lua -name '*.lua' 2>/dev/null))
@@ -129,7 +130,7 @@ BUSTED_RUN  = $(LUA) tools/busted.lua --ignore-lua
 VALGRIND_RUN = $(VALGRIND) -q --error-exitcode=1 --leak-check=full --suppressions=spec/valgrind.supp \
                --errors-for-leak-kinds=definite --show-leak-kinds=definite $(VALGRIND_FLAGS)
 
-.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c cppcheck files-doc files-doc-check \
+.PHONY: all deps deps-check deps-rock test demo lint lint-lua lint-c lint-layers cppcheck files-doc files-doc-check \
         rockspec rockspec-check check check-asan check-valgrind bench rockcheck \
         spec-helpers bench-helpers install uninstall clean FORCE
 
@@ -137,7 +138,7 @@ all: $(CORE)
 
 # ---- the C core ----
 $(CORE): $(OBJS) | $(NEED_DEPS)
-	$(if $(SRCS),,$(error no csrc/*.c to build))
+	$(if $(SRCS),,$(error no csrc/**.c to build))
 	@mkdir -p $(@D)
 	$(CC) -shared $(LDFLAGS) -o $@ $(OBJS)
 
@@ -146,7 +147,7 @@ build/obj/%.o: csrc/%.c $(FLAGS_STAMP) | $(NEED_DEPS)
 	$(CC) $(BASE_CFLAGS) $(WARNFLAGS) $(CFLAGS) $(CPPFLAGS) $(LUA_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(ASAN_CORE): $(ASAN_OBJS) | $(NEED_DEPS)
-	$(if $(SRCS),,$(error no csrc/*.c to build))
+	$(if $(SRCS),,$(error no csrc/**.c to build))
 	@mkdir -p $(@D)
 	$(ASAN_CC) -shared $(SAN_FLAGS) $(LDFLAGS) -o $@ $(ASAN_OBJS)
 
@@ -212,7 +213,7 @@ demo: deps all
 	LUA_PATH='$(RUN_LPATH);;' LUA_CPATH='build/?.so;;' $(LUA) examples/quickstart.lua
 
 # ---- lint ----
-lint: deps lint-lua lint-c rockspec-check files-doc-check
+lint: deps lint-lua lint-c lint-layers rockspec-check files-doc-check
 
 # Every Lua file that must run everywhere also parses under LuaJIT and Lua
 # 5.3 (fuzz/attrs.lua and driver.lua are embedded in the 5.4 fuzzers only).
@@ -236,6 +237,12 @@ lint-c: all spec-helpers bench-helpers cppcheck
 	@bad=$$(nm -D --defined-only $(CORE) | awk '{ print $$3 }' | grep -v '^luaopen_' || true); \
 	if [ -n "$$bad" ]; then echo "lint: $(CORE) must export luaopen_* alone, it exports:" $$bad >&2; exit 1; fi
 
+# No circle between the concerns of csrc/ (its folders, and each base file
+# at the top): counted over who uses whose non-static functions, globals,
+# macros and types, not over #include lines (tools/check-layers.lua).
+lint-layers: | $(NEED_DEPS)
+	@echo "$(LUA) tools/check-layers.lua csrc/**.[ch]"; $(LUA) tools/check-layers.lua $(sort $(wildcard csrc/*.[ch] csrc/*/*.[ch]))
+
 cppcheck: | $(NEED_DEPS)
 	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \
 	  echo "$(CPPCHECK) csrc spec/helper bench/helper fuzz"; \
@@ -244,7 +251,7 @@ cppcheck: | $(NEED_DEPS)
 	    -Icsrc $(wildcard csrc spec/helper bench/helper fuzz); \
 	else echo "lint: $(CPPCHECK) not installed, skipped"; fi
 
-# perfev-scm-1.rockspec lists every csrc/*.c and lua/**.lua: `make rockspec`
+# perfev-scm-1.rockspec lists every csrc/**.c and lua/**.lua: `make rockspec`
 # rewrites it from the tree, `make rockspec-check` fails when it is stale.
 rockspec: | $(NEED_DEPS)
 	$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) > $(ROCKSPEC).tmp
@@ -252,7 +259,7 @@ rockspec: | $(NEED_DEPS)
 
 rockspec-check: | $(NEED_DEPS)
 	@$(LUA) tools/gen-rockspec.lua $(SRCS) -- $(LUA_MODS) | diff -u $(ROCKSPEC) - >&2 || \
-	  { echo "lint: $(ROCKSPEC) does not list csrc/*.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
+	  { echo "lint: $(ROCKSPEC) does not list csrc/**.c and lua/**.lua as they are: run 'make rockspec'" >&2; exit 1; }
 	@if command -v $(LUAROCKS) >/dev/null 2>&1; then echo "$(LUAROCKS) lint $(ROCKSPEC)"; $(LUAROCKS) lint $(ROCKSPEC); \
 	else echo "lint: $(LUAROCKS) not installed, 'luarocks lint' skipped"; fi
 

@@ -1,7 +1,7 @@
 /* luaopen_perfev_core: assembles the core module from its parts. */
 #include "perfev.h"
-#include "attach.h"
-#include "allocprof.h"
+#include "attach/attach.h"
+#include "allocprof/allocprof.h"
 
 #define PERFEV_VERSION "0.1.0"
 

@@ -1,5 +1,5 @@
 /* The bounds-checked byte cursor shared by the kernel record decoder
- * (decode.c) and the reader of perf's own records (perfdata_user.c): a
+ * (decode.c) and the reader of perf's own records (perfdata/perf_records.c): a
  * region of a record, read in the host's byte order or (swap) the other
  * one, every read checked against the region's end. Integers are loaded
  * through memcpy, so no alignment is needed. The reads are inline (they

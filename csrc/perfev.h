@@ -75,7 +75,7 @@ const char *perfev_const_name(const struct perfev_const_table *t, uint64_t value
 /* Sets core.<NAME> = { KEY = value, ... } for every table on the table at idx. */
 void perfev_consts_push(lua_State *L, int idx);
 
-/* ---- attr (attr.c, attr_fields.c) ---- */
+/* ---- attr (attr.c, attr/fields.c) ---- */
 #define PERFEV_ATTR_MT "perfev.attr"
 struct perfev_attr {
   unsigned char raw[PERFEV_ATTR_SIZE];   /* byte image of struct perf_event_attr */
@@ -90,7 +90,7 @@ const char *perfev_attr_foreign_string(lua_State *L, int idx);
 /* Name of the first field at or after byte offset off that is non-zero, or NULL. */
 const char *perfev_attr_nonzero_from(const struct perfev_attr *a, size_t off);
 int perfev_attr_open_lib(lua_State *L);   /* registers the metatable, pushes core.attr */
-/* attr_bytes.c: an attr from a file's bytes, in either byte order. */
+/* attr/bytes.c: an attr from a file's bytes, in either byte order. */
 struct perfev_attr *perfev_attr_push_bytes(lua_State *L, const unsigned char *p, size_t n, int swap);
 int perfev_attr_bytes_open_lib(lua_State *L);   /* core.attr_from_bytes */
 
@@ -166,24 +166,25 @@ static inline int perfev_scales(uint64_t enabled, uint64_t running)
 /* Scales a multiplexed count: value * enabled / running, without overflow. */
 uint64_t perfev_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
-/* ---- sampling: the ring buffer (ring*.c, ring_read.c) ---- */
-int perfev_ring_open_lib(lua_State *L);     /* the ring metatable */
-int perfev_ring_mmap(lua_State *L);         /* ev:mmap([pages]) */
-int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring_aux.c) */
-int perfev_ring_read_open_lib(lua_State *L); /* core._selfread_compute (ring_read.c) */
+/* ---- sampling: the ring buffer (ring/) ---- */
+int perfev_ring_open_lib(lua_State *L);     /* the ring metatable, ev:mmap */
+int perfev_ring_aux_open_lib(lua_State *L); /* the AUX area metatable (ring/aux.c) */
+int perfev_ring_read_open_lib(lua_State *L); /* core._selfread_compute (ring/selfread.c) */
 
-/* ---- records: decoder (decode*.c) and encoder (encode*.c) ---- */
-int perfev_decode_open_lib(lua_State *L);   /* core.decode, the decoder metatable */
+/* ---- records (record/): iteration and decoder, encoder ---- */
+int perfev_decode_open_lib(lua_State *L);   /* core.decode (iter.c), the decoder metatable */
 int perfev_encode_open_lib(lua_State *L);   /* core.encode */
 
 /* ---- clocks (clock.c): core.clock_ns, core.rusage ---- */
 int perfev_clock_open_lib(lua_State *L);
 int perfev_sigsave_open_lib(lua_State *L);   /* core.signal_ignore (sigsave.c) */
-int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler*.c) */
+int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler/) */
 
-/* ---- perf.data reader (perfdata*.c) ---- */
+/* ---- perf.data reader (perfdata/) ---- */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
-int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (elfsym.c) */
-int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (kallsyms.c) */
+
+/* ---- symbols (symbols/) ---- */
+int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (symbols/elf.c) */
+int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (symbols/kallsyms.c) */
 
 #endif

@@ -1,5 +1,5 @@
 -- perfev.attach's engine and safety (lua/perfev/attach/init.lua,
--- csrc/attach_tracer.c, attach_wait.c, attach_mem.c): refusals, a target
+-- csrc/attach/tracer.c, attach/wait.c, attach/mem.c): refusals, a target
 -- that forks, exits or starts threads while attached, perfev killed with
 -- SIGKILL mid-run, and `perfev profile -p`. The stacks here come from a
 -- trivial reader (spec/support/attach_reader.lua: one frame named after the

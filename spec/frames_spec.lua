@@ -130,7 +130,7 @@ describe("perfev.frames", function()
   end)
 
   it("a profile taken every frame keeps its rate (p:take() left the budget's signal count behind)", function()
-    -- csrc/profiler.c: p:take() zeroed the profiler's signal count and not
+    -- csrc/profiler/profiler.c: p:take() zeroed the profiler's signal count and not
     -- the count its budget had charged; the next charge's difference
     -- wrapped around, the budget took it for 2^64 signals' cost and lowered
     -- the rate to 0 Hz: no sample in any frame after (Lua 5.3/5.4's hook engine)

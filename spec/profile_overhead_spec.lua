@@ -1,4 +1,4 @@
--- The bound on perfev.profile's own cost (issue 19 #7; csrc/profiler_budget.c):
+-- The bound on perfev.profile's own cost (issue 19 #7; csrc/profiler/budget.c):
 -- `perfev profile -F 100000` took 161 s for a 1.4 s script (10 million
 -- samples) where the kernel throttles perf record. The profiler measures a
 -- sample's cost (its hook or jit.profile callback, a signal, the event's

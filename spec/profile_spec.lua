@@ -125,7 +125,7 @@ describe("perfev.profile", function()
   -- on LuaJIT too, whose allocator keeps what it freed). A fresh process
   -- also reads its first vDSO clock while profiling: with the signal
   -- routed asynchronously (the jit engine, signal "rt") that fault used
-  -- to repeat without end (csrc/profiler.c's warm_vdso_clocks), so the
+  -- to repeat without end (csrc/profiler/profiler.c's warm_vdso_clocks), so the
   -- child runs under a time limit.
   local TAKE = [[
     local perfev, engine, signal = require "perfev", ...

@@ -12,7 +12,7 @@
 --   a:write("alloc.svg")                  -- one sample type: `sample` (alloc_space by default)
 --   print(a:report("inuse_space"))
 --
--- The engine is the C core's allocator (csrc/allocprof.c): it samples, the
+-- The engine is the C core's allocator (csrc/allocprof/allocprof.c): it samples, the
 -- stack of a sample is recorded at the next safe point by a one-shot hook
 -- (Lua 5.3, 5.4) or by jit.profile (LuaJIT: perfev.alloc.luajit).
 local core = require "perfev.core"

@@ -1,7 +1,7 @@
 -- LuaJIT's iterator of field-selected values (perfev.decode with `fields`,
--- csrc/decoder.c's accelerate): when every field asked for is an integer
+-- csrc/record/iter.c's accelerate): when every field asked for is an integer
 -- at a fixed offset of the samples of one attr in this byte order (a plan
--- of scalars, csrc/select.c), the C core hands the plan here and this
+-- of scalars, csrc/record/select.c), the C core hands the plan here and this
 -- module returns a Lua iterator that reads those offsets through the FFI.
 -- LuaJIT compiles it into the caller's loop: no C call a sample (LuaJIT's
 -- C API costs more per call than Lua 5.4's).
@@ -24,7 +24,7 @@ local compat = require "perfev.compat"
 local M = {}
 
 local SAMPLE = core.RECORD.SAMPLE
--- The kinds of a plan's scalars (csrc's PERFEV_SCALAR_*), from the core
+-- The kinds of a plan's scalars (csrc/record/select.h's PERFEV_SCALAR_*), from the core
 -- when it exports them as core.SCALAR. A core that does not yet has the
 -- numbers of its enum, in its order; spec/decode_spec's LuaJIT run checks
 -- the values read against the C iterator's either way.

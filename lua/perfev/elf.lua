@@ -227,7 +227,7 @@ local function read_table(e, f, sec, labels)
   local data = must(read_at(f, e.path, sec.offset, sec.size))
   local strings = must(read_at(f, e.path, strsec.offset, strsec.size))
   local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
-  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/elfsym.c)
+  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/symbols/elf.c)
     local kinds = {}
     for i, x in ipairs(secs) do kinds[i] = x.flags % 8 >= SHF_EXECINSTR and "\2" or "\1" end
     return core.elf_symtab(data, strings, e.be, labels, table.concat(kinds))
@@ -447,7 +447,7 @@ M.better = better
 -- the end of its page + 4096, for the last).
 function M.finish(list)
   if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
-  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/elfsym.c)
+  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/symbols/elf.c)
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
   -- symbols at it in their order

@@ -9,7 +9,7 @@
 --   f:attrs() ; f:features() ; f:header() ; f:close()
 --
 -- The header, attrs and features are read here; the records stream
--- through the C reader (csrc/perfdata*.c) in fixed-size chunks.
+-- through the C reader (csrc/perfdata/*.c) in fixed-size chunks.
 local core = require "perfev.core"
 local header = require "perfev.perfdata.header"
 local names = require "perfev.names"

@@ -11,7 +11,7 @@
 --   local q = perfev.profile { fn = work, args = { 1, 2 } }   -- profiled at once
 --
 -- The engine is pluggable (perfev.profile.engines): "hook" (Lua 5.3/5.4, the
--- C core's signal-armed one-shot hook, csrc/profiler.c) and "jit" (LuaJIT,
+-- C core's signal-armed one-shot hook, csrc/profiler/profiler.c) and "jit" (LuaJIT,
 -- whose compiled traces run no hooks: jit.profile's stacks weighted by the
 -- event's count, lua/perfev/profile/jit.lua).
 local core = require "perfev.core"
@@ -33,7 +33,7 @@ M.DEFAULT_EVENT = "cpu-clock"
 M.DEFAULT_FREQ = 999
 -- the share of the thread's CPU time the profiler's own work may take
 -- before it lowers the rate (the kernel's perf_cpu_time_max_percent for
--- perf record's sampling interrupt): csrc/profiler_budget.c
+-- perf record's sampling interrupt): csrc/profiler/budget.c
 M.DEFAULT_MAX_OVERHEAD = 25
 -- timeline = true: the samples kept in time order (the latest ones)
 M.DEFAULT_TIMELINE = 100000

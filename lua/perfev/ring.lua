@@ -1,4 +1,4 @@
--- The Lua methods of the C ring class (ev:mmap's ring, csrc/ring.c): the
+-- The Lua methods of the C ring class (ev:mmap's ring, csrc/ring/ring.c): the
 -- iteration API every source of records has (lua/perfev/iterate.lua),
 --   ring:records([{ into = t }])              tables
 --   ring:samples(field, ...) / ring:values()  the fields' values of each sample

@@ -18,7 +18,7 @@ S.__index = S
 
 local SAMPLE = core.SAMPLE
 -- The sample_type bits that make the sample_id_all trailer of a non-sample
--- record (csrc/layout.h's PERFEV_TRAILER_BITS).
+-- record (csrc/record/layout.h's PERFEV_TRAILER_BITS).
 local TRAILER_BITS = compat.bor(SAMPLE.TID, SAMPLE.TIME, SAMPLE.ID, SAMPLE.STREAM_ID, SAMPLE.CPU,
                                 SAMPLE.IDENTIFIER)
 local DEFAULT_SAMPLE_TYPE = { "ip", "tid", "time", "period" }

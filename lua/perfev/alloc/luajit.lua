@@ -1,6 +1,6 @@
 -- perfev.alloc on LuaJIT: count hooks do not run in compiled traces, so
 -- the stack of a sampled allocation is taken by jit.profile. The C core's
--- allocator (csrc/allocprof.c, mode "signal") sends SIGPROF to this thread
+-- allocator (csrc/allocprof/allocprof.c, mode "signal") sends SIGPROF to this thread
 -- when it samples a block (jit.profile's own timer is set too slow to
 -- fire); jit.profile stops the VM at its next safe point (the next
 -- instruction in the interpreter, the next new line in compiled code) and

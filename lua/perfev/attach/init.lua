@@ -6,7 +6,7 @@
 --   p:write("out.svg")          -- every format perfev.profile writes
 --   print(p:report())
 --
--- The engine (csrc/attach_tracer.c, attach_wait.c): every thread of the
+-- The engine (csrc/attach/tracer.c, attach/wait.c): every thread of the
 -- target PTRACE_SEIZEd, a perf event per thread whose overflow signal is
 -- that thread's own (a signal whose default action is to ignore), so that
 -- each sample stops the thread where it was; the reader of its runtime

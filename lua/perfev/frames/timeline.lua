@@ -1,6 +1,6 @@
 -- perfev.frames' timeline (option timeline): when each frame and each zone
 -- call began and ended (core.clock_ns(), CLOCK_MONOTONIC: the profiler's
--- samples' clock, csrc/profiler_timeline.c), kept in rings allocated when
+-- samples' clock, csrc/profiler/timeline.c), kept in rings allocated when
 -- the frames object is made -- the frames' times beside their counts (the
 -- last `keep` frames), the latest `cap` zone calls with their counts -- so
 -- that a mark or a zone allocates nothing; and the perfev.timeline made of

@@ -1,6 +1,6 @@
 -- perf's own record types (PERF_RECORD_HEADER_ATTR and the others from 64
 -- on) encoded from the tables the reader gives. Their layouts are the
--- reader's (csrc/perfdata_user.c), exported as core.PERFDATA.LAYOUT: one
+-- reader's (csrc/perfdata/perf_records.c), exported as core.PERFDATA.LAYOUT: one
 -- list of rows { kind, name, bytes } per type, walked by one loop here
 -- with a function per kind. Kernel records go through perfev.encode.
 --

@@ -1,4 +1,4 @@
--- The profiler's engine on Lua 5.3 and 5.4: the C core's (csrc/profiler.c).
+-- The profiler's engine on Lua 5.3 and 5.4: the C core's (csrc/profiler/profiler.c).
 -- The event samples 'period' alone into a small ring; each overflow sends a
 -- signal to this thread that arms a one-shot Lua hook, which records the
 -- stack weighted by the periods the ring holds. While it runs,
@@ -20,7 +20,7 @@ local M = {}
 --    is retried, faults again, is counted again, overflows again: with a
 --    small period the thread never gets past the fault. (Before routing a
 --    signal the core touches the pages perfev itself would fault on so,
---    the vDSO's clock pages and the ring's, csrc/profiler.c's warm_pages:
+--    the vDSO's clock pages and the ring's, csrc/profiler/profiler.c's warm_pages:
 --    "rt" then counts a program's anonymous faults exactly, as the take
 --    spec checks; a file page under I/O may still loop, not measured.)
 --  * a signal sent at a switch out wakes the thread from the very sleep
@@ -126,7 +126,7 @@ function Engine:take()
   return r
 end
 
--- timeline(n): the latest n samples kept in time order (csrc/profiler_timeline.c);
+-- timeline(n): the latest n samples kept in time order (csrc/profiler/timeline.c);
 -- timeline_read() -> { frames, stacks, time, stack, weight, samples, n, count, dropped }
 function Engine:timeline(n) self.p:timeline(n) end
 function Engine:timeline_read() return self.p:timeline_read() end

@@ -45,7 +45,7 @@ local function what_of(w)
 end
 
 -- A name for a function by its value: the local or upvalue of a caller
--- that holds it, the outermost first (as csrc/profiler.c's find_name).
+-- that holds it, the outermost first (as csrc/profiler/profiler.c's find_name).
 -- debug.getinfo's own name ("n") is not used: LuaJIT gives the name of the
 -- call that made the frame below, which after a tail call is the call of
 -- the function that made it (issue 19: every function of a parser named
@@ -284,7 +284,7 @@ function Collector:record(thread, vmstate, w)
 end
 
 -- c:timeline(n): the latest n samples kept in time order, each its time
--- (core.clock_ns(): CLOCK_MONOTONIC, as csrc/profiler_timeline.c), weight
+-- (core.clock_ns(): CLOCK_MONOTONIC, as csrc/profiler/timeline.c), weight
 -- and stack, interned in tables of the timeline's own (c:reset() starts
 -- the profile's frame ids again). The slots are made here: a sample
 -- allocates only when its stack is new to the timeline. 0: none.
@@ -512,7 +512,7 @@ local NO_TIMER_MS = 3600000
 
 -- jp with its callback timed: each sample's cost (the callback, and a
 -- signal's per sample) charged to budget, which lowers the event's rate
--- past its bound (csrc/profiler_budget.c)
+-- past its bound (csrc/profiler/budget.c)
 --
 -- Ctrl-C: luajit.c's SIGINT hook raises "interrupted!" at the next
 -- instruction, also inside this callback, which LuaJIT calls unprotected

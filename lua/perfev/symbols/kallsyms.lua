@@ -2,7 +2,7 @@
 -- ~/.debug), looked up the way perf report finds them, without parsing
 -- the 100k+ lines: the kernel lists its own text in address order, so an
 -- address is found by a binary search over the bytes of the file, in C
--- (core.kallsyms_map, csrc/kallsyms.c: a regular file is mapped, not
+-- (core.kallsyms_map, csrc/symbols/kallsyms.c: a regular file is mapped, not
 -- copied into a Lua string); the modules' lines (those with "\t[module]",
 -- listed after) are parsed here.
 --
