@@ -331,10 +331,8 @@ local function on_thread(self, L, rsp)
   if not cf or cf == 0 then return nil end
   cf = cf - cf % 8
   if cf < rsp then return nil end
-  for _, m in ipairs(self.target.maps) do
-    if rsp >= m.lo and rsp < m.hi then return cf < m.hi and cf or nil end
-  end
-  return nil
+  local m = self.target:region(rsp)
+  return m and cf < m.hi and cf or nil
 end
 
 -- the thread that resumed `co`, from the main thread down: the thread whose

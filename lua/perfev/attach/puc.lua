@@ -13,7 +13,8 @@
 local layouts = require "perfev.attach.puc_layouts"
 local mem = require "perfev.attach.puc_mem"
 
-local u8, u16, u32, i32, ptr, i8 = mem.u8, mem.u16, mem.u32, mem.i32, mem.ptr, mem.i8
+local u8, u16, u32, i32, ptr = mem.u8, mem.u16, mem.u32, mem.i32, mem.ptr
+local byte = string.byte
 
 local M = { name = "PUC Lua 5.1/5.3/5.4" }
 
@@ -88,26 +89,25 @@ end
 
 -- Memory helpers -----------------------------------------------------------
 
-local function in_maps(maps, addr, len)
+local R = ("r"):byte()
+
+-- whether the len bytes at addr lie in one readable mapping of the target
+local function in_maps(target, addr, len)
   if type(addr) ~= "number" or addr <= 0 then return false end
-  len = len or 1
-  for i = 1, #maps do
-    local m = maps[i]
-    if addr >= m.lo and addr + len <= m.hi then return m.perms:sub(1, 1) == "r" end
-  end
-  return false
+  local m = target:region(addr, len)
+  return m ~= nil and m.perms:byte(1) == R
 end
 
 -- reads len bytes at addr after checking they lie in one readable mapping
 -- (an address outside the known mappings has the target's mappings read
 -- again, once per stack: the target maps memory as it runs)
 local function rd(st, addr, len, what)
-  if not in_maps(st.target.maps, addr, len) then
+  if not in_maps(st.target, addr, len) then
     if st.may_refresh and st.target.refresh then
       st.may_refresh = false
       st.target:refresh()
     end
-    if not in_maps(st.target.maps, addr, len) then
+    if not in_maps(st.target, addr, len) then
       return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr or 0)
     end
   end
@@ -328,12 +328,9 @@ end
 
 -- Frames -------------------------------------------------------------------
 
-local function proto_info(st, p)
-  local lay = st.lay
+-- the fields of a Proto read as s
+local function proto_fields(lay, s)
   local P = lay.proto
-  local s, err = rd(st, p, P.size, "Proto")
-  if not s then return nil, err end
-  if u8(s, P.tt) ~= lay.tags.proto_gc then return nil, ("0x%x is no Proto"):format(p) end
   local info = {
     linedefined = i32(s, P.linedefined), lastlinedefined = i32(s, P.lastlinedefined),
     code = ptr(s, P.code), sizecode = i32(s, P.sizecode), lineinfo = ptr(s, P.lineinfo),
@@ -343,40 +340,62 @@ local function proto_info(st, p)
     info.abslineinfo = ptr(s, P.abslineinfo)
     info.sizeabslineinfo = i32(s, P.sizeabslineinfo)
   end
-  if not info.code or info.sizecode <= 0 or info.sizecode > 1e8 then
-    return nil, ("Proto 0x%x has no code"):format(p)
-  end
-  -- a Proto's debug information does not change once compiled: kept by
-  -- its address and the pointers and sizes read again at each sample
-  local key = table.concat({ p, info.source, info.code, info.lineinfo, info.linedefined, info.sizecode,
-                             info.abslineinfo or 0 }, "/")
-  local cached = st.protos[key]
-  if cached then return cached end
-  if info.source == 0 then info.source_text = "=?"
-  else
-    local text, serr = tstring(st, info.source)
-    if not text then return nil, serr end
-    info.source_text = text
-  end
-  st.nprotos = st.nprotos + 1
-  if st.nprotos > 4096 then st.protos, st.nprotos = {}, 1 end
-  st.protos[key] = info
   return info
 end
 
-local LINES_MAX = 256 * 1024   -- line information kept whole up to this size
+local PROTO_KEYS = { "linedefined", "lastlinedefined", "code", "sizecode", "lineinfo", "sizelineinfo",
+                     "source", "abslineinfo", "sizeabslineinfo" }
+local GC_HEADER = 10   -- CommonHeader (next, tt, marked): the collector changes it
 
--- len bytes of a Proto's line information from byte off, kept with it
-local function line_bytes(st, info, field, base, off, len)
-  local whole = info[field]
-  if whole == nil then
-    local size = field == "abs_raw" and 8 * (info.sizeabslineinfo or 0)
-                 or (st.lay.lines == "int" and 4 or 1) * info.sizelineinfo
-    whole = false
-    if size > 0 and size <= LINES_MAX then whole = rd(st, base, size, "line information") or false end
-    info[field] = whole
+-- A Proto's fields, its source (chunk name) and short_src, kept by its
+-- address from one sample to the next. The Proto is read again at each
+-- sample and compared with the one kept (past its GC header, then field
+-- by field: the collector writes its gclist), and so is its source's text:
+-- a chunk loaded where a collected one was, whatever the addresses it
+-- reuses, never gets the old one's name. The line information is read at
+-- each sample (lines_of), not kept.
+local function proto_info(st, p)
+  local lay = st.lay
+  local P = lay.proto
+  local s, err = rd(st, p, P.size, "Proto")
+  if not s then return nil, err end
+  if u8(s, P.tt) ~= lay.tags.proto_gc then return nil, ("0x%x is no Proto"):format(p) end
+  local body = s:sub(GC_HEADER + 1)
+  local info = st.protos[p]
+  if not (info and info.body == body) then
+    local fresh = proto_fields(lay, s)
+    if not fresh.code or fresh.sizecode <= 0 or fresh.sizecode > 1e8 then
+      return nil, ("Proto 0x%x has no code"):format(p)
+    end
+    if info then
+      for _, k in ipairs(PROTO_KEYS) do
+        if fresh[k] ~= info[k] then info = nil break end
+      end
+    end
+    if not info then
+      info = fresh
+      if not st.protos[p] then
+        st.nprotos = st.nprotos + 1
+        if st.nprotos > 4096 then st.protos, st.nprotos = {}, 1 end
+      end
+      st.protos[p] = info
+    end
+    info.body = body
   end
-  if whole then return whole:sub(off + 1, off + len) end
+  local text = "=?"
+  if info.source ~= 0 then
+    text, err = tstring(st, info.source)
+    if not text then return nil, err end
+  end
+  if text ~= info.source_text then
+    info.source_text, info.short_src = text, chunkid(lay.chunkid, text)
+  end
+  return info
+end
+
+-- len bytes of a Proto's line information from byte off (read at each
+-- sample: see proto_info)
+local function line_bytes(st, base, off, len)
   return rd(st, base + off, len, "line information")
 end
 
@@ -386,7 +405,7 @@ local function line_of(st, info, pc)
   if pc < 0 then return info.linedefined end
   if pc >= info.sizelineinfo then return nil, "pc beyond the line information" end
   if st.lay.lines == "int" then
-    local s = line_bytes(st, info, "lines_raw", info.lineinfo, 4 * pc, 4)
+    local s = line_bytes(st, info.lineinfo, 4 * pc, 4)
     if not s or #s < 4 then return nil, "cannot read the line information" end
     return i32(s, 0)
   end
@@ -394,7 +413,7 @@ local function line_of(st, info, pc)
   local basepc, line = -1, info.linedefined
   local nabs = info.sizeabslineinfo or 0
   if nabs > 0 and info.abslineinfo and info.abslineinfo ~= 0 then
-    local s = line_bytes(st, info, "abs_raw", info.abslineinfo, 0, 8 * nabs)
+    local s = line_bytes(st, info.abslineinfo, 0, 8 * nabs)
     if not s or #s < 8 * nabs then return nil, "cannot read the absolute line information" end
     for i = 0, nabs - 1 do
       local apc = i32(s, 8 * i)
@@ -403,9 +422,13 @@ local function line_of(st, info, pc)
     end
   end
   if pc > basepc then
-    local s = line_bytes(st, info, "lines_raw", info.lineinfo, basepc + 1, pc - basepc)
-    if not s or #s < pc - basepc then return nil, "cannot read the line information" end
-    for i = 0, pc - basepc - 1 do line = line + i8(s, i) end
+    local n = pc - basepc
+    local s = line_bytes(st, info.lineinfo, basepc + 1, n)
+    if not s or #s < n then return nil, "cannot read the line information" end
+    for i = 1, n do
+      local d = byte(s, i)
+      line = line + (d >= 128 and d - 256 or d)
+    end
   end
   return line
 end
@@ -426,7 +449,7 @@ local function lua_frame(st, p, savedpc)
   end
   return {
     what = info.linedefined == 0 and "main" or "Lua",
-    source = chunkid(st.lay.chunkid, info.source_text),
+    source = info.short_src,
     line = line, linedefined = info.linedefined,
   }
 end
@@ -566,18 +589,19 @@ local function decode_words(s, into)
 end
 
 local function native_words(self, regs)
-  local words, nregs = {}, 0
-  for _, v in pairs(regs or {}) do
-    if type(v) == "number" then nregs = nregs + 1; words[nregs] = v end
-  end
+  local words, started = {}, false
   local rsp, limit, done, step = regs and regs.rsp, 0, 0, 0
-  if type(rsp) == "number" and rsp > 0 then
-    local maps = self.target.maps
-    for i = 1, #maps do
-      if rsp >= maps[i].lo and rsp < maps[i].hi then limit = maps[i].hi - rsp; break end
-    end
-  end
   return function(i)
+    if not started then   -- on the first word asked for (one state and a Lua top: never)
+      started = true
+      for _, v in pairs(regs or {}) do
+        if type(v) == "number" then words[#words + 1] = v end
+      end
+      if type(rsp) == "number" and rsp > 0 then
+        local m = self.target:region(rsp)
+        if m then limit = m.hi - rsp end
+      end
+    end
     while i > #words and step < #STEPS and done < limit do
       step = step + 1
       local upto = math.min(STEPS[step], limit)
