@@ -371,6 +371,8 @@ local function proto_info(st, p)
       for _, k in ipairs(PROTO_KEYS) do
         if fresh[k] ~= info[k] then info = nil break end
       end
+      -- (a Proto collected, another at its address: counted for the specs)
+      if not info then st.reused = st.reused + 1 end
     end
     if not info then
       info = fresh
@@ -388,6 +390,7 @@ local function proto_info(st, p)
     if not text then return nil, err end
   end
   if text ~= info.source_text then
+    if info.source_text then st.reused = st.reused + 1 end   -- the same fields, another chunk name
     info.source_text, info.short_src = text, chunkid(lay.chunkid, text)
   end
   return info
@@ -802,7 +805,7 @@ function M.probe(target)
   end
   local found, scanned = scan(target, lay)
   local st = setmetatable({ target = target, lay = lay, runtime = "Lua " .. version,
-                            version_from = where, states = {}, protos = {}, nprotos = 0,
+                            version_from = where, states = {}, protos = {}, nprotos = 0, reused = 0,
                             cnames = {}, known = {} }, State)
   for _, L in ipairs(found) do
     st.g, st.L = L + lay.g_from_L, L
