@@ -113,21 +113,23 @@ local function gcstr(self, s, max)
   return rd(self, s + self.lay.str_size, len)
 end
 
--- a GCproto's header fields (cached by address and chunkname; protos are
--- never written after creation, but one can be freed and its memory reused:
--- the header is read again each time and compared)
+-- a GCproto's header fields (cached by address; protos are never written
+-- after creation, but one can be freed and its memory reused: the header
+-- is read again each time and compared, and so is its chunk name's text,
+-- a string that may have been freed and another put at its address)
 local function proto(self, pt)
   local lay = self.lay
   local h = rd(self, pt, lay.pt_size)
   if not h or u8s(h, lay.gct) ~= GCT.proto then return nil, "not a prototype" end
-  local p = self.protos[pt]
-  if p and p.header == h then return p end
+  local old = self.protos[pt]
   local chunk
   if lay.gc64 then chunk = u64s(h, lay.pt_chunkname) else chunk = u32s(h, lay.pt_chunkname) end
   local name = chunk and gcstr(self, chunk)
   if not name then return nil, "prototype without a chunk name" end
+  if old and old.header == h and old.name == name then return old end
   local firstline = i32s(h, lay.pt_firstline)
-  p = {
+  local p = {
+    name = name,
     header = h,
     sizebc = u32s(h, lay.pt_sizebc),
     firstline = firstline,
@@ -136,6 +138,15 @@ local function proto(self, pt)
     source = shortname(name, firstline),
     bc = pt + lay.pt_size,
   }
+  -- (another function at a kept one's address: counted for the specs; the
+  -- collector's marks alone change the header of the same one)
+  if old and (old.name ~= name or old.firstline ~= p.firstline or old.sizebc ~= p.sizebc) then
+    self.reused = (self.reused or 0) + 1
+  end
+  if not old then
+    self.nprotos = (self.nprotos or 0) + 1
+    if self.nprotos > 4096 then self.protos, self.nprotos = {}, 1 end   -- kept for 4,096 at most
+  end
   self.protos[pt] = p
   return p
 end
@@ -482,7 +493,7 @@ function State:stack(tid, regs)
   return out
 end
 
-function State:close() self.protos, self.names = {}, nil end
+function State:close() self.protos, self.nprotos, self.names = {}, 0, nil end
 
 -- ---- probe ----
 
