@@ -620,14 +620,34 @@ end
 
 local MAX_TRIES = 256
 
--- whether w is 8-aligned and in writable memory
-local function writable(maps, w)
+local W = ("w"):byte()
+
+-- whether w is 8-aligned and in writable memory other than the native
+-- stack (stack: its mapping; a lua_State is never there)
+local function writable(target, w, stack)
   if w <= 0 or w % 8 ~= 0 then return false end
-  for k = 1, #maps do
-    local m = maps[k]
-    if w >= m.lo and w < m.hi then return m.perms:sub(2, 2) == "w" end
+  local m = target:region(w)
+  return m ~= nil and m ~= stack and m.perms:byte(2) == W
+end
+
+-- The words found not to point at a thread, kept for 2 s: the native
+-- stack holds mostly the same words from one sample to the next, and a
+-- word is checked by a read. (A thread made since at such an address is
+-- found once they are dropped.)
+local NOT_THREAD_KEEP = 2
+
+-- the mapping of the native stack of the sampled thread
+local function stack_map(self)
+  local rsp = self.regs and self.regs.rsp
+  return type(rsp) == "number" and self.target:region(rsp) or nil
+end
+
+local function not_threads(self)
+  local now = os.time()
+  if not self.not_thread or now - self.not_thread_at >= NOT_THREAD_KEEP then
+    self.not_thread, self.not_thread_at = {}, now
   end
-  return false
+  return self.not_thread
 end
 
 -- the global_State of the thread object at w when it is one of gs's, else nil
@@ -653,17 +673,20 @@ local function pick_state(self, words)
     if want[v] then return want[v] end
     i = i + 1
   end
-  local tried, maps = 0, self.target.maps
+  local tried, target, stack, neg = 0, self.target, stack_map(self), not_threads(self)
   for pass = 1, 2 do
     i = 1
     while tried < MAX_TRIES do
       local w = words(i)
       if w == nil then break end
       i = i + 1
-      if (pass == 1 and self.known[w]) or (pass == 2 and not self.known[w] and writable(maps, w)) then
+      if (pass == 1 and self.known[w]) or (pass == 2 and not self.known[w] and writable(target, w, stack)) then
         tried = tried + 1
-        local g = thread_g(self, w, gs)
-        if g then self.known[w] = g; return gs[g] end
+        if not neg[w] then
+          local g = thread_g(self, w, gs)
+          if g then self.known[w] = g; return gs[g] end
+          neg[w] = true
+        end
       end
     end
   end
@@ -676,7 +699,8 @@ end
 -- writable memory, at most MAX_TRIES of them, each read and checked by
 -- thread()
 local function native_threads(self, words, visited)
-  local maps, found, seen, gs = self.target.maps, {}, {}, { [self.g] = true }
+  local target, found, seen, gs = self.target, {}, {}, { [self.g] = true }
+  local stack, neg = stack_map(self), not_threads(self)
   local function try(w)
     seen[w] = true
     local c = thread(self, w)
@@ -697,10 +721,12 @@ local function native_threads(self, words, visited)
       local w = words(i)
       if w == nil then break end
       i = i + 1
-      if not visited[w] and not seen[w] and not self.known[w] and writable(maps, w) then
+      if not visited[w] and not seen[w] and not self.known[w] and writable(target, w, stack) then
         seen[w] = true
         tried = tried + 1
-        if thread_g(self, w, gs) then try(w) end
+        if not neg[w] then
+          if thread_g(self, w, gs) then try(w) else neg[w] = true end
+        end
       end
     end
   end
@@ -708,9 +734,28 @@ local function native_threads(self, words, visited)
   return found
 end
 
+-- Whether the C function at addr is one of the Lua runtime's own library
+-- functions that resume no coroutine: in the interpreter (lua5.x) or the
+-- Lua library (liblua5.x) itself, named from package.loaded, and not one
+-- of coroutine's (coroutine.resume and wrap's function, unnamed, are
+-- followed by their argument or upvalue, and by the native stack). Those
+-- call Lua only through lua_call (a CallInfo on the same thread): no
+-- coroutine runs above them, and the native stack is not searched for one.
+-- A host's own functions, C modules, and a host linking Lua statically are
+-- searched as before.
+local function runtime_leaf(self, addr)
+  if not addr then return false end
+  local name = self:cname(addr)
+  if not name or name:sub(1, 10) == "coroutine." then return false end
+  local m = self.target:region(addr)
+  local base = m and m.path and m.path:match("[^/]*$")
+  return base ~= nil and m.perms:sub(3, 3) == "x"
+         and (base:match("^lua5%.%d$") or base:match("^liblua5%.%d%.so")) ~= nil
+end
+
 function State:stack(tid, regs)
   local _ = tid
-  self.may_refresh = true
+  self.may_refresh, self.regs = true, regs
   local words = native_words(self, regs)
   local which = pick_state(self, words)
   if not which then return nil, "no known Lua state in the thread's registers or native stack", "outside" end
@@ -726,17 +771,17 @@ function State:stack(tid, regs)
     visited[t.L] = true
     local cis, cerr = callinfos(self, t)
     if not cis then return nil, cerr end
-    local top_is_c = false
+    local top_is_c, top_c = false, nil
     for _, ci in ipairs(cis) do
-      local f, ferr = frame_of(self, t, ci.func, ci.savedpc)
+      local f, ferr, caddr = frame_of(self, t, ci.func, ci.savedpc)
       if not f then return nil, ferr end
       frames[#frames + 1] = f
-      top_is_c = f.what == "C"
+      top_is_c, top_c = f.what == "C", caddr
       f.address = nil
       if #frames > MAX_FRAMES then return nil, ("more than %d frames"):format(MAX_FRAMES) end
     end
     local nxt = top_is_c and resumed_by(self, t, cis[#cis], visited) or nil
-    if not nxt and top_is_c then
+    if not nxt and top_is_c and not runtime_leaf(self, top_c) then
       -- a C function may resume a coroutine it holds elsewhere (a host's
       -- lua_resume): that coroutine's lua_State is on the native stack
       native = native or native_threads(self, words, visited)
