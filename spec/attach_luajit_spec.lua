@@ -426,47 +426,47 @@ end
   -- (with the compiler on: the interpreter alone, -joff, puts the two chunks
   -- at two addresses of their own here)
   it("a chunk loaded where a collected one was never gets its name or lines", function()
-      local f = assert(io.open(dir .. "/reload.lua", "w"))
-      f:write(RELOAD)
-      f:close()
-      local pid = spawn(("luajit %s/reload.lua %s/reload.info"):format(dir, dir))
-      for _ = 1, 500 do
-        if shell.read_file(dir .. "/reload.info") then break end
-        shell.sh("sleep 0.01")
-      end
-      local universe
-      local reader = { name = luajit.name, probe = function(t)
-        local st, why = luajit.probe(t)
-        universe = st
-        return st, why
-      end }
-      local n, checked, wrong = 0, 0, {}
-      local p = assert(attach.attach {
-        pid = pid, event = "cpu-clock", period = 1000000, duration = 120, reader = reader,
-        on_sample = function(_, frames)
-          n = n + 1
-          for i = 2, frames and #frames or 0 do
-            local fr, caller = frames[i], frames[i - 1]
-            if fr.source == "chunk_a" or fr.source == "chunk_b" then
-              -- run_a is defined on the script's line 3, run_b on line 4
-              local want = caller.linedefined == 3 and { "chunk_a", 1 } or { "chunk_b", 2 }
-              if fr.source ~= want[1] or fr.line ~= want[2] or fr.what ~= "main" then
-                wrong[#wrong + 1] = ("%s:%d under the caller defined at %d"):format(fr.source, fr.line,
-                                                                                  caller.linedefined)
-              end
-              checked = checked + 1
+    local f = assert(io.open(dir .. "/reload.lua", "w"))
+    f:write(RELOAD)
+    f:close()
+    local pid = spawn(("luajit %s/reload.lua %s/reload.info"):format(dir, dir))
+    for _ = 1, 500 do
+      if shell.read_file(dir .. "/reload.info") then break end
+      shell.sh("sleep 0.01")
+    end
+    local universe
+    local reader = { name = luajit.name, probe = function(t)
+      local st, refused = luajit.probe(t)
+      universe = st
+      return st, refused
+    end }
+    local n, checked, wrong = 0, 0, {}
+    local p = assert(attach.attach {
+      pid = pid, event = "cpu-clock", period = 1000000, duration = 120, reader = reader,
+      on_sample = function(_, frames)
+        n = n + 1
+        for i = 2, frames and #frames or 0 do
+          local fr, caller = frames[i], frames[i - 1]
+          if fr.source == "chunk_a" or fr.source == "chunk_b" then
+            -- run_a is defined on the script's line 3, run_b on line 4
+            local want = caller.linedefined == 3 and { "chunk_a", 1 } or { "chunk_b", 2 }
+            if fr.source ~= want[1] or fr.line ~= want[2] or fr.what ~= "main" then
+              wrong[#wrong + 1] = ("%s:%d under the caller defined at %d"):format(fr.source, fr.line,
+                                                                                caller.linedefined)
             end
+            checked = checked + 1
           end
-          return n >= 1000
-        end })
-      stop(pid)
-      assert.are.same({}, wrong)
-      assert.is_true(checked >= 800, ("%d of %d samples in the chunks"):format(checked, n))
-      assert.is_true(p.attach.dropped <= 50, ("%d dropped"):format(p.attach.dropped))
-      -- the case was met: a prototype the reader kept found replaced at its address
-      local reused = 0
-      for _, r in ipairs(universe.readers) do reused = reused + (r.reused or 0) end
-      assert.is_true(reused > 0, "no prototype address reused")
+        end
+        return n >= 1000
+      end })
+    stop(pid)
+    assert.are.same({}, wrong)
+    assert.is_true(checked >= 800, ("%d of %d samples in the chunks"):format(checked, n))
+    assert.is_true(p.attach.dropped <= 50, ("%d dropped"):format(p.attach.dropped))
+    -- the case was met: a prototype the reader kept found replaced at its address
+    local reused = 0
+    for _, r in ipairs(universe.readers) do reused = reused + (r.reused or 0) end
+    assert.is_true(reused > 0, "no prototype address reused")
   end)
 
   it("short_src as LuaJIT writes it, for every kind of chunk name", function()
