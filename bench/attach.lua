@@ -13,11 +13,13 @@
 -- take on a CPU of its own. On a machine shared with other work the wall
 -- time measures the load; the busy time does not (the time a held thread
 -- waits for perfev to get a CPU is still in it: an upper bound there).
--- Attached runs start timing once the process sees itself traced; perfev
--- attaches from this process (perfev.attach, the engine of `perfev profile
--- -p`), and its own figures per sample are printed: the time the sampled
--- thread was held (from the report of its stop to its resume) and perfev's
--- CPU time meanwhile. Configurations alternate round after round; the
+-- perfev attaches from this process (perfev.attach, the engine of `perfev
+-- profile -p`); an attached run starts timing at perfev's first sample,
+-- once the probe is over (its scan of the target's memory, once per
+-- attach, is not a cost per sample: it is printed apart, as perfev's time
+-- from the attach to the first sample). perfev's own figures per sample
+-- are printed: the time the sampled thread was held (from the report of
+-- its stop to its resume) and perfev's CPU time meanwhile. Configurations alternate round after round; the
 -- median is taken. Needs root (or the right to ptrace one's children).
 local B = require "bench.support"
 local core = require "perfev.core"
@@ -48,10 +50,6 @@ local function slurp(path)
   return s
 end
 
-local function traced()
-  return (slurp("/proc/self/status") or ""):match("TracerPid:%s*(%d+)") ~= "0"
-end
-
 -- nanoseconds this thread waited on a run queue (0 without schedstats)
 local function runq_wait()
   local s = slurp("/proc/self/schedstat")
@@ -59,12 +57,12 @@ local function runq_wait()
 end
 
 if arg and arg[1] == "--workload" then
-  if arg[2] == "wait" then
+  if arg[2] == "wait" then   -- until the file arg[3] is there (perfev's first sample)
     io.write("waiting\n")
     io.flush()
     local t0 = os.time()
-    while not traced() do
-      if os.time() - t0 > 30 then io.write("never traced\n") os.exit(1) end
+    while not slurp(arg[3]) do
+      if os.time() - t0 > 60 then io.write("never sampled\n") os.exit(1) end
     end
   end
   local w0, c0, q0 = core.clock_ns("monotonic"), os.clock(), runq_wait()
@@ -100,14 +98,23 @@ end)() or nil
 
 -- the workload in the background, perfev.attach on it until it ends
 local function attached(hz)
-  local out = dir .. "/workload.out"
-  local cmd = ("%s%s %s --workload wait > %s 2>&1 & echo $!"):format(ENV, LUA, self, out)
+  local out, go = dir .. "/workload.out", dir .. "/go"
+  os.remove(go)
+  local cmd = ("%s%s %s --workload wait %s > %s 2>&1 & echo $!"):format(ENV, LUA, self, go, out)
   local pid = assert(tonumber(B.sh(cmd):match("%d+")), cmd)
   for _ = 1, 500 do   -- its Lua state made: it waits to be traced
     if (B.read_file(out) or ""):find("waiting") then break end
     B.sh("sleep 0.01")
   end
-  local p, msg = require("perfev.attach").attach { pid = pid, freq = hz, reader = READER }
+  local t0, probe = core.clock_ns("monotonic"), nil
+  local p, msg = require("perfev.attach").attach { pid = pid, freq = hz, reader = READER,
+    on_sample = function()
+      if not probe then
+        probe = (core.clock_ns("monotonic") - t0) / 1e9
+        local f = assert(io.open(go, "w"))
+        f:close()
+      end
+    end }
   assert(p, msg)
   local a = p.attach
   for _ = 1, 100 do   -- the shell's redirection is written when the process has exited
@@ -116,6 +123,7 @@ local function attached(hz)
   end
   local r = parse(B.read_file(out) or "", "the attached workload (" .. tostring(a.ended) .. ")")
   r.samples = a.samples
+  r.probe = probe or 0
   r.held = a.samples > 0 and a.held_ns / a.samples / 1e3 or 0
   r.held_cpu = a.samples > 0 and (a.held_cpu_ns or 0) / a.samples / 1e3 or 0
   return r
@@ -171,8 +179,11 @@ for _, hz in ipairs { 99, 999 } do
                   x.cpu / b.cpu, x.n, extra or ""))
   end
   local at = runs["attach" .. hz]
-  line(("attached %d Hz"):format(hz), at, ("; held %.0f us/sample (perfev's CPU %.0f us)")
-       :format(med(at, "held"), med(at, "held_cpu")))
+  -- the busy time beyond the unprofiled run's, per sample: what each sample cost the target
+  local stopped = (med(at, "busy") - b.busy) / math.max(1, med(at, "samples")) * 1e6
+  line(("attached %d Hz"):format(hz), at, ("; %.0f us/sample to the target; held %.0f us/sample (perfev's CPU %.0f"
+                                           .. " us); probe %.2f s"):format(stopped, med(at, "held"),
+                                                                          med(at, "held_cpu"), med(at, "probe")))
   if have_perf then
     line(("perf record -F %d"):format(hz), runs["perf" .. hz])
     line(("perf record -g -F %d"):format(hz), runs["perf -g" .. hz])

@@ -220,18 +220,21 @@ local function build_names(self)
       end
     end)
   end)
-  self.names, self.name_misses = names, 0
+  self.names, self.unnamed, self.names_at = names, {}, os.time()
 end
 
+-- a C function's name: the tables are read again (a module loaded since)
+-- when a function neither named nor found unnamed by the last reading is
+-- met, at most every 2 s (the root C function is in every stack: reading
+-- them again every 64 samples for it held the target for milliseconds)
 local function cname(self, fn)
   if not self.names then build_names(self) end
   local n = self.names[fn]
-  if not n then
-    self.name_misses = self.name_misses + 1
-    if self.name_misses >= 64 then
-      build_names(self)
-      n = self.names[fn]
-    end
+  if n ~= nil or self.unnamed[fn] then return n end
+  if os.time() - self.names_at >= 2 then
+    build_names(self)
+    n = self.names[fn]
+    if n == nil then self.unnamed[fn] = true end
   end
   return n
 end

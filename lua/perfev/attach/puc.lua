@@ -98,24 +98,24 @@ local function in_maps(target, addr, len)
   return m ~= nil and m.perms:byte(1) == R
 end
 
--- reads len bytes at addr after checking they lie in one readable mapping
--- (an address outside the known mappings has the target's mappings read
--- again, once per stack: the target maps memory as it runs)
+-- reads len bytes at addr; a read of memory the target does not map fails
+-- (process_vm_readv), so the mappings are looked at only then, to say why
+-- (an address outside the known mappings has them read again, once per
+-- stack: the target maps memory as it runs)
 local function rd(st, addr, len, what)
-  if not in_maps(st.target, addr, len) then
-    if st.may_refresh and st.target.refresh then
-      st.may_refresh = false
-      st.target:refresh()
-    end
-    if not in_maps(st.target, addr, len) then
-      return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr or 0)
-    end
+  if type(addr) ~= "number" or addr <= 0 then
+    return nil, ("%s at 0x%x is outside the target's mappings"):format(what, tonumber(addr) or 0)
   end
   local s, err = st.target:read(addr, len)
-  if not s or #s < len then
-    return nil, ("cannot read %s at 0x%x: %s"):format(what, addr, tostring(err))
+  if s and #s >= len then return s end
+  if not in_maps(st.target, addr, len) and st.may_refresh and st.target.refresh then
+    st.may_refresh = false
+    st.target:refresh()
   end
-  return s
+  if not in_maps(st.target, addr, len) then
+    return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr)
+  end
+  return nil, ("cannot read %s at 0x%x: %s"):format(what, addr, tostring(err))
 end
 
 -- a TString's text
@@ -316,12 +316,19 @@ local function c_names(st)
   return names
 end
 
+-- A C function's name: the tables are read again (a library loaded since)
+-- when a function neither named nor found unnamed by the last reading is
+-- met, at most every 2 s; a function still unnamed then is not asked about
+-- again until the next reading (the interpreter's own root C function is
+-- in every stack: reading the tables for it at each sample, or every 2 s,
+-- held the target for milliseconds).
 function State:cname(addr)
   local name = self.cnames[addr]
-  if name == nil and (not self.cnames_at or os.time() - self.cnames_at >= 2) then
-    self.cnames = c_names(self)   -- a library loaded since: read the tables again
-    self.cnames_at = os.time()
+  if name ~= nil or self.unnamed[addr] then return name end
+  if not self.cnames_at or os.time() - self.cnames_at >= 2 then
+    self.cnames, self.unnamed, self.cnames_at = c_names(self), {}, os.time()
     name = self.cnames[addr]
+    if name == nil then self.unnamed[addr] = true end
   end
   return name
 end
@@ -851,7 +858,7 @@ function M.probe(target)
   local found, scanned = scan(target, lay)
   local st = setmetatable({ target = target, lay = lay, runtime = "Lua " .. version,
                             version_from = where, states = {}, protos = {}, nprotos = 0, reused = 0,
-                            cnames = {}, known = {} }, State)
+                            cnames = {}, unnamed = {}, known = {} }, State)
   for _, L in ipairs(found) do
     st.g, st.L = L + lay.g_from_L, L
     local t = thread(st, L)

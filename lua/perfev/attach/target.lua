@@ -143,7 +143,9 @@ local function in_page(self, addr, n)
   if not self.pages then return nil end
   local off = addr % PAGE
   if off + n > PAGE then return nil end
-  local p = page(self, addr - off)
+  local base = addr - off
+  local p
+  if base == self.last_base then p = self.last_page else p = page(self, base) end   -- (the last page: no call)
   if not p then return nil end
   return p, off
 end
