@@ -11,20 +11,24 @@ local shell = require "spec.support.shell"
 -- f1 and f3 do the event once and three times as much, in turn:
 --   faults: a fresh string of 256 KiB / 768 KiB (over the allocator's mmap
 --     threshold, set in the environment for glibc; LuaJIT's own allocator
---     maps any block over 128 KiB): its pages are new at each call, and
---     given back when the collector frees it
+--     maps any block over 128 KiB), unlike any before it (LuaJIT interns
+--     strings: the same text again is no new string): its pages are new at
+--     each call, and given back when the collector frees it
 --   switches: one / three sleeps of 1 ms (a voluntary switch each)
 local TARGET = [[
 local mode = arg[1]
 local h = require "bphelper"
 local S = 256 * 1024
+local n = 0
 local function f1()
-  if mode == "faults" then return #string.rep("x", S) end
+  n = n + 1
+  if mode == "faults" then return #(string.rep("x", S) .. n) end
   h.sleep_ms(1)
   return 0
 end
 local function f3()
-  if mode == "faults" then return #string.rep("x", 3 * S) end
+  n = n + 1
+  if mode == "faults" then return #(string.rep("x", 3 * S) .. n) end
   h.sleep_ms(1) h.sleep_ms(1) h.sleep_ms(1)
   return 0
 end
