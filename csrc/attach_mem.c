@@ -2,7 +2,9 @@
  * its memory (core.vm_read: process_vm_readv, which needs the same
  * permission as ptrace (PTRACE_MODE_ATTACH_REALCREDS) and never changes
  * the target; a read that crosses into an unmapped page fails whole: a
- * reader never sees part of a value) and its /proc links (core.readlink:
+ * reader never sees part of a value; core.vm_read_pages: many blocks in
+ * one call, the pages a sample touched read again at the next) and its
+ * /proc links (core.readlink:
  * /proc/PID/exe, cwd, root). */
 #include <errno.h>
 #include <stdlib.h>
