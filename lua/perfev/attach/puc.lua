@@ -21,6 +21,7 @@ local M = { name = "PUC Lua 5.1/5.3/5.4" }
 local MAX_FRAMES = 20000       -- deeper than this: dropped, not cut
 local MAX_CHAIN = 200          -- nested coroutines (LUAI_MAXCCALLS)
 local SCAN_CHUNK = 1024 * 1024
+local SCAN_LIMIT = 2 ^ 31      -- bytes the probe scans at most (a sanitizer's shadow is terabytes)
 local IDSIZE = 60              -- LUA_IDSIZE in Debian's luaconf.h (5.1, 5.3, 5.4)
 
 local State = {}
@@ -819,7 +820,7 @@ local function scan(target, lay)
     local anon = m.path == nil or m.path == "" or m.path == "[heap]"
     if anon and m.perms:sub(1, 2) == "rw" then
       local addr = m.lo
-      while addr < m.hi do
+      while addr < m.hi and scanned < SCAN_LIMIT do
         local len = math.min(SCAN_CHUNK, m.hi - addr)
         local s = target:read(addr, len)
         if not s then break end
