@@ -402,6 +402,74 @@ describe("perfev.attach.luajit", function()
     assert.is_true(main >= 20 and inner >= 60 and main + inner >= 190)
   end)
 
+  -- a chunk loaded again and again where the previous one was collected
+  -- (its prototype mostly at the same address): chunk_a (its code on line
+  -- 1) run by run_a, chunk_b (line 2) by run_b, in turn; the reader keeps
+  -- prototypes by address from one sample to the next
+  local RELOAD = [[
+local SRC_A = "local n = ... local s = 0 for i = 1, n do s = s + i % 7 end return s"
+local SRC_B = "\nlocal n = ... local s = 0 for i = 1, n do s = s + i % 7 end return s"
+local function run_a(f, n) local r = f(n) return r end
+local function run_b(f, n) local r = f(n) return r end
+local out = io.open(arg[1], "w") out:write("ready\n") out:close()
+local round = 0
+while true do
+  round = round + 1
+  local a = round % 2 == 1
+  local pad = {}   -- (allocations of a varying size first: the chunks' addresses vary)
+  for i = 1, round % 7 do pad[i] = {} end
+  local f = loadstring(a and SRC_A or SRC_B, a and "=chunk_a" or "=chunk_b")
+  if a then run_a(f, 2000000) else run_b(f, 2000000) end
+  f = nil
+  collectgarbage()
+end
+]]
+  -- (with the compiler on: the interpreter alone, -joff, puts the two chunks
+  -- at two addresses of their own here)
+  it("a chunk loaded where a collected one was never gets its name or lines", function()
+    local f = assert(io.open(dir .. "/reload.lua", "w"))
+    f:write(RELOAD)
+    f:close()
+    local pid = spawn(("luajit %s/reload.lua %s/reload.info"):format(dir, dir))
+    for _ = 1, 500 do
+      if shell.read_file(dir .. "/reload.info") then break end
+      shell.sh("sleep 0.01")
+    end
+    local universe
+    local reader = { name = luajit.name, probe = function(t)
+      local st, refused = luajit.probe(t)
+      universe = st
+      return st, refused
+    end }
+    local n, checked, wrong = 0, 0, {}
+    local p = assert(attach.attach {
+      pid = pid, event = "cpu-clock", period = 1000000, duration_ms = 120000, reader = reader,
+      on_sample = function(_, frames)
+        n = n + 1
+        for i = 2, frames and #frames or 0 do
+          local fr, caller = frames[i], frames[i - 1]
+          if fr.source == "chunk_a" or fr.source == "chunk_b" then
+            -- run_a is defined on the script's line 3, run_b on line 4
+            local want = caller.linedefined == 3 and { "chunk_a", 1 } or { "chunk_b", 2 }
+            if fr.source ~= want[1] or fr.line ~= want[2] or fr.what ~= "main" then
+              wrong[#wrong + 1] = ("%s:%d under the caller defined at %d"):format(fr.source, fr.line,
+                                                                                caller.linedefined)
+            end
+            checked = checked + 1
+          end
+        end
+        return n >= 1000
+      end })
+    stop(pid)
+    assert.are.same({}, wrong)
+    assert.is_true(checked >= 800, ("%d of %d samples in the chunks"):format(checked, n))
+    assert.is_true(p.attach.dropped <= 50, ("%d dropped"):format(p.attach.dropped))
+    -- the case was met: a prototype the reader kept found replaced at its address
+    local reused = 0
+    for _, r in ipairs(universe.readers) do reused = reused + (r.reused or 0) end
+    assert.is_true(reused > 0, "no prototype address reused")
+  end)
+
   it("short_src as LuaJIT writes it, for every kind of chunk name", function()
     local names = {
       "@short.lua", "@" .. ("d/"):rep(40) .. "long.lua", "=stdin", "=" .. ("x"):rep(80),

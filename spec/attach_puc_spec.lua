@@ -225,6 +225,29 @@ local function lines_workload()
   return table.concat(out, "\n") .. "\n", hook_line, first
 end
 
+-- A chunk loaded again and again where the previous one was collected
+-- (its Proto mostly at the same address): chunk_a (its code on line 1) run
+-- by run_a, chunk_b (on line 2) by run_b, in turn. The reader keeps Protos
+-- by address from one sample to the next: a sample must never give one
+-- chunk the other's name or line.
+local RELOAD = [[
+local SRC_A = "local n = ... local s = 0 for i = 1, n do s = s + i % 7 end return s"
+local SRC_B = "\nlocal n = ... local s = 0 for i = 1, n do s = s + i % 7 end return s"
+local function run_a(f, n) local r = f(n) return r end
+local function run_b(f, n) local r = f(n) return r end
+io.stdout:setvbuf("no")
+print("ready")
+local round = 0
+while true do
+  round = round + 1
+  local a = round % 2 == 1
+  local f = (loadstring or load)(a and SRC_A or SRC_B, a and "=chunk_a" or "=chunk_b")
+  if a then run_a(f, 200000) else run_b(f, 200000) end
+  f = nil
+  collectgarbage()
+end
+]]
+
 local RUNTIMES = { "lua5.4", "lua5.3", "lua5.1" }
 
 local function write(path, text)
@@ -476,6 +499,40 @@ describe("perfev.attach.puc", function()
       for _ in pairs(lines) do distinct = distinct + 1 end
       assert.is_true(checked >= 100, ("%d samples in the hook's spin"):format(checked))
       assert.is_true(distinct >= 3, ("%d distinct lines of body"):format(distinct))
+    end)
+
+    it(interp .. ": a chunk loaded where a collected one was never gets its name or lines", function()
+      if interp_missing(interp) then return end
+      local pid = start(interp, dir, RELOAD)
+      pids[#pids + 1] = pid
+      local state
+      local reader = { name = puc.name, probe = function(t)
+        local st, why = puc.probe(t)
+        state = st
+        return st, why
+      end }
+      local n, checked, wrong = 0, 0, {}
+      local p = assert(require("perfev.attach").attach {
+        pid = pid, event = "cpu-clock", period = 1000000, duration_ms = 120000, reader = reader,
+        on_sample = function(_, frames)
+          n = n + 1
+          local top, caller = frames and frames[#frames], frames and frames[#frames - 1]
+          if top and caller and (top.source == "chunk_a" or top.source == "chunk_b") then
+            -- run_a is defined on the script's line 3, run_b on line 4
+            local want = caller.linedefined == 3 and { "chunk_a", 1 } or { "chunk_b", 2 }
+            if top.source ~= want[1] or top.line ~= want[2] or top.what ~= "main" then
+              wrong[#wrong + 1] = ("%s:%d under the caller defined at %d"):format(top.source, top.line,
+                                                                                caller.linedefined)
+            end
+            checked = checked + 1
+          end
+          return n >= 1000
+        end })
+      assert.are.same({}, wrong)
+      assert.is_true(checked >= 900, ("%d of %d samples in the chunks"):format(checked, n))
+      assert.is_true(p.attach.dropped <= 20, ("%d dropped"):format(p.attach.dropped))
+      -- the case was met: a Proto the reader kept found replaced at its address
+      assert.is_true(state.reused > 0, "no Proto address reused")
     end)
 
     it(interp .. ": short_src is cut as that version's luaO_chunkid cuts it", function()

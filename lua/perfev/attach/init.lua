@@ -2,7 +2,7 @@
 -- any perf event, without a restart or a change to it. See doc/attach.md.
 --
 --   local perfev = require "perfev"
---   local p = assert(perfev.attach { pid = 1234, event = "cpu-clock", freq = 99, duration = 10 })
+--   local p = assert(perfev.attach { pid = 1234, event = "cpu-clock", freq = 99, duration_ms = 10000 })
 --   p:write("out.svg")          -- every format perfev.profile writes
 --   print(p:report())
 --
@@ -218,7 +218,7 @@ function Session:sample(tid, regs, err)
   local ev = self.events[tid]
   local frames, why, kind
   local ok = true
-  local t0 = core.clock_ns("monotonic")
+  local t0, c0 = core.clock_ns("monotonic"), core.clock_ns("thread_cputime_id")
   self.target:hold()
   if regs then
     ok, frames, why, kind = pcall(self.state.stack, self.state, tid, regs)
@@ -229,6 +229,7 @@ function Session:sample(tid, regs, err)
   self.tracer:resume(tid)
   self.target:flush()
   self.held_ns = self.held_ns + (core.clock_ns("monotonic") - t0)
+  self.held_cpu_ns = self.held_cpu_ns + (core.clock_ns("thread_cputime_id") - c0)
   -- Ctrl-C (lua.c's hook) raised inside the reader ends the run as anywhere else
   if not ok and interrupt.is(why) then error(why, 0) end
   local natives = self.native and self:callchain(tid)
@@ -340,7 +341,8 @@ end
 -- "exited", "exec", "interrupted", "stopped"), exit_code | exit_signal
 -- (the target's, when it exited while attached), held_ns (the time the
 -- sampled threads waited for perfev, from the stop's report to the resume:
--- the reader's reads and the registers) }.
+-- the reader's reads and the registers; held_cpu_ns: the CPU time perfev's
+-- thread spent meanwhile, which a loaded machine does not inflate) }.
 function M.attach(opts)
   opts = check(opts)
   local pid = opts.pid
@@ -375,7 +377,7 @@ function M.attach(opts)
   t, msg = target_mod.new(pid)
   if not t then tracer:close() return nil, msg, core.ERRNO.ESRCH end
   local self = setmetatable({ tracer = tracer, target = t, events = {}, rings = {}, native = opts.native,
-                              last = {}, threads = 0, held_ns = 0,
+                              last = {}, threads = 0, held_ns = 0, held_cpu_ns = 0,
                               attr = a, event_name = event_name, own_switch = own_switch,
                               raw = new_raw(), reasons = {}, on_sample = opts.on_sample,
                               counts = { samples = 0, stacks = 0, dropped = 0, outside = 0 } }, Session)
@@ -407,7 +409,8 @@ function M.attach(opts)
                  states = self.state.states,
                  signal = signame, threads = self.threads, samples = c.samples, stacks = c.stacks,
                  dropped = c.dropped, outside = c.outside, reasons = self.reasons, ended = self.ended,
-                 exit_code = self.exit_code, exit_signal = self.exit_signal, held_ns = self.held_ns }
+                 exit_code = self.exit_code, exit_signal = self.exit_signal, held_ns = self.held_ns,
+                 held_cpu_ns = self.held_cpu_ns }
   local e = setmetatable({ raw = raw, attr_type = a.type, attr_config = a.config }, Engine)
   local p = setmetatable({ engine = e, name = opts.name, event_name = event_name, unit = unit,
                            freq = freq, period = period, raw = raw, t0 = self.t0,

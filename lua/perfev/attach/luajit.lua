@@ -113,21 +113,23 @@ local function gcstr(self, s, max)
   return rd(self, s + self.lay.str_size, len)
 end
 
--- a GCproto's header fields (cached by address and chunkname; protos are
--- never written after creation, but one can be freed and its memory reused:
--- the header is read again each time and compared)
+-- a GCproto's header fields (cached by address; protos are never written
+-- after creation, but one can be freed and its memory reused: the header
+-- is read again each time and compared, and so is its chunk name's text,
+-- a string that may have been freed and another put at its address)
 local function proto(self, pt)
   local lay = self.lay
   local h = rd(self, pt, lay.pt_size)
   if not h or u8s(h, lay.gct) ~= GCT.proto then return nil, "not a prototype" end
-  local p = self.protos[pt]
-  if p and p.header == h then return p end
+  local old = self.protos[pt]
   local chunk
   if lay.gc64 then chunk = u64s(h, lay.pt_chunkname) else chunk = u32s(h, lay.pt_chunkname) end
   local name = chunk and gcstr(self, chunk)
   if not name then return nil, "prototype without a chunk name" end
+  if old and old.header == h and old.name == name then return old end
   local firstline = i32s(h, lay.pt_firstline)
-  p = {
+  local p = {
+    name = name,
     header = h,
     sizebc = u32s(h, lay.pt_sizebc),
     firstline = firstline,
@@ -136,6 +138,15 @@ local function proto(self, pt)
     source = shortname(name, firstline),
     bc = pt + lay.pt_size,
   }
+  -- (another function at a kept one's address: counted for the specs; the
+  -- collector's marks alone change the header of the same one)
+  if old and (old.name ~= name or old.firstline ~= p.firstline or old.sizebc ~= p.sizebc) then
+    self.reused = (self.reused or 0) + 1
+  end
+  if not old then
+    self.nprotos = (self.nprotos or 0) + 1
+    if self.nprotos > 4096 then self.protos, self.nprotos = {}, 1 end   -- kept for 4,096 at most
+  end
   self.protos[pt] = p
   return p
 end
@@ -209,18 +220,21 @@ local function build_names(self)
       end
     end)
   end)
-  self.names, self.name_misses = names, 0
+  self.names, self.unnamed, self.names_at = names, {}, os.time()
 end
 
+-- a C function's name: the tables are read again (a module loaded since)
+-- when a function neither named nor found unnamed by the last reading is
+-- met, at most every 2 s (the root C function is in every stack: reading
+-- them again every 64 samples for it held the target for milliseconds)
 local function cname(self, fn)
   if not self.names then build_names(self) end
   local n = self.names[fn]
-  if not n then
-    self.name_misses = self.name_misses + 1
-    if self.name_misses >= 64 then
-      build_names(self)
-      n = self.names[fn]
-    end
+  if n ~= nil or self.unnamed[fn] then return n end
+  if os.time() - self.names_at >= 2 then
+    build_names(self)
+    n = self.names[fn]
+    if n == nil then self.unnamed[fn] = true end
   end
   return n
 end
@@ -331,10 +345,8 @@ local function on_thread(self, L, rsp)
   if not cf or cf == 0 then return nil end
   cf = cf - cf % 8
   if cf < rsp then return nil end
-  for _, m in ipairs(self.target.maps) do
-    if rsp >= m.lo and rsp < m.hi then return cf < m.hi and cf or nil end
-  end
-  return nil
+  local m = self.target:region(rsp)
+  return m and cf < m.hi and cf or nil
 end
 
 -- the thread that resumed `co`, from the main thread down: the thread whose
@@ -484,7 +496,7 @@ function State:stack(tid, regs)
   return out
 end
 
-function State:close() self.protos, self.names = {}, nil end
+function State:close() self.protos, self.nprotos, self.names = {}, 0, nil end
 
 -- ---- probe ----
 

@@ -13,13 +13,15 @@
 local layouts = require "perfev.attach.puc_layouts"
 local mem = require "perfev.attach.puc_mem"
 
-local u8, u16, u32, i32, ptr, i8 = mem.u8, mem.u16, mem.u32, mem.i32, mem.ptr, mem.i8
+local u8, u16, u32, i32, ptr = mem.u8, mem.u16, mem.u32, mem.i32, mem.ptr
+local byte = string.byte
 
 local M = { name = "PUC Lua 5.1/5.3/5.4" }
 
 local MAX_FRAMES = 20000       -- deeper than this: dropped, not cut
 local MAX_CHAIN = 200          -- nested coroutines (LUAI_MAXCCALLS)
 local SCAN_CHUNK = 1024 * 1024
+local SCAN_LIMIT = 2 ^ 31      -- bytes the probe scans at most (a sanitizer's shadow is terabytes)
 local IDSIZE = 60              -- LUA_IDSIZE in Debian's luaconf.h (5.1, 5.3, 5.4)
 
 local State = {}
@@ -88,34 +90,33 @@ end
 
 -- Memory helpers -----------------------------------------------------------
 
-local function in_maps(maps, addr, len)
+local R = ("r"):byte()
+
+-- whether the len bytes at addr lie in one readable mapping of the target
+local function in_maps(target, addr, len)
   if type(addr) ~= "number" or addr <= 0 then return false end
-  len = len or 1
-  for i = 1, #maps do
-    local m = maps[i]
-    if addr >= m.lo and addr + len <= m.hi then return m.perms:sub(1, 1) == "r" end
-  end
-  return false
+  local m = target:region(addr, len)
+  return m ~= nil and m.perms:byte(1) == R
 end
 
--- reads len bytes at addr after checking they lie in one readable mapping
--- (an address outside the known mappings has the target's mappings read
--- again, once per stack: the target maps memory as it runs)
+-- reads len bytes at addr; a read of memory the target does not map fails
+-- (process_vm_readv), so the mappings are looked at only then, to say why
+-- (an address outside the known mappings has them read again, once per
+-- stack: the target maps memory as it runs)
 local function rd(st, addr, len, what)
-  if not in_maps(st.target.maps, addr, len) then
-    if st.may_refresh and st.target.refresh then
-      st.may_refresh = false
-      st.target:refresh()
-    end
-    if not in_maps(st.target.maps, addr, len) then
-      return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr or 0)
-    end
+  if type(addr) ~= "number" or addr <= 0 then
+    return nil, ("%s at 0x%x is outside the target's mappings"):format(what, tonumber(addr) or 0)
   end
   local s, err = st.target:read(addr, len)
-  if not s or #s < len then
-    return nil, ("cannot read %s at 0x%x: %s"):format(what, addr, tostring(err))
+  if s and #s >= len then return s end
+  if not in_maps(st.target, addr, len) and st.may_refresh and st.target.refresh then
+    st.may_refresh = false
+    st.target:refresh()
   end
-  return s
+  if not in_maps(st.target, addr, len) then
+    return nil, ("%s at 0x%x is outside the target's mappings"):format(what, addr)
+  end
+  return nil, ("cannot read %s at 0x%x: %s"):format(what, addr, tostring(err))
 end
 
 -- a TString's text
@@ -316,24 +317,28 @@ local function c_names(st)
   return names
 end
 
+-- A C function's name: the tables are read again (a library loaded since)
+-- when a function neither named nor found unnamed by the last reading is
+-- met, at most every 2 s; a function still unnamed then is not asked about
+-- again until the next reading (the interpreter's own root C function is
+-- in every stack: reading the tables for it at each sample, or every 2 s,
+-- held the target for milliseconds).
 function State:cname(addr)
   local name = self.cnames[addr]
-  if name == nil and (not self.cnames_at or os.time() - self.cnames_at >= 2) then
-    self.cnames = c_names(self)   -- a library loaded since: read the tables again
-    self.cnames_at = os.time()
+  if name ~= nil or self.unnamed[addr] then return name end
+  if not self.cnames_at or os.time() - self.cnames_at >= 2 then
+    self.cnames, self.unnamed, self.cnames_at = c_names(self), {}, os.time()
     name = self.cnames[addr]
+    if name == nil then self.unnamed[addr] = true end
   end
   return name
 end
 
 -- Frames -------------------------------------------------------------------
 
-local function proto_info(st, p)
-  local lay = st.lay
+-- the fields of a Proto read as s
+local function proto_fields(lay, s)
   local P = lay.proto
-  local s, err = rd(st, p, P.size, "Proto")
-  if not s then return nil, err end
-  if u8(s, P.tt) ~= lay.tags.proto_gc then return nil, ("0x%x is no Proto"):format(p) end
   local info = {
     linedefined = i32(s, P.linedefined), lastlinedefined = i32(s, P.lastlinedefined),
     code = ptr(s, P.code), sizecode = i32(s, P.sizecode), lineinfo = ptr(s, P.lineinfo),
@@ -343,40 +348,65 @@ local function proto_info(st, p)
     info.abslineinfo = ptr(s, P.abslineinfo)
     info.sizeabslineinfo = i32(s, P.sizeabslineinfo)
   end
-  if not info.code or info.sizecode <= 0 or info.sizecode > 1e8 then
-    return nil, ("Proto 0x%x has no code"):format(p)
-  end
-  -- a Proto's debug information does not change once compiled: kept by
-  -- its address and the pointers and sizes read again at each sample
-  local key = table.concat({ p, info.source, info.code, info.lineinfo, info.linedefined, info.sizecode,
-                             info.abslineinfo or 0 }, "/")
-  local cached = st.protos[key]
-  if cached then return cached end
-  if info.source == 0 then info.source_text = "=?"
-  else
-    local text, serr = tstring(st, info.source)
-    if not text then return nil, serr end
-    info.source_text = text
-  end
-  st.nprotos = st.nprotos + 1
-  if st.nprotos > 4096 then st.protos, st.nprotos = {}, 1 end
-  st.protos[key] = info
   return info
 end
 
-local LINES_MAX = 256 * 1024   -- line information kept whole up to this size
+local PROTO_KEYS = { "linedefined", "lastlinedefined", "code", "sizecode", "lineinfo", "sizelineinfo",
+                     "source", "abslineinfo", "sizeabslineinfo" }
+local GC_HEADER = 10   -- CommonHeader (next, tt, marked): the collector changes it
 
--- len bytes of a Proto's line information from byte off, kept with it
-local function line_bytes(st, info, field, base, off, len)
-  local whole = info[field]
-  if whole == nil then
-    local size = field == "abs_raw" and 8 * (info.sizeabslineinfo or 0)
-                 or (st.lay.lines == "int" and 4 or 1) * info.sizelineinfo
-    whole = false
-    if size > 0 and size <= LINES_MAX then whole = rd(st, base, size, "line information") or false end
-    info[field] = whole
+-- A Proto's fields, its source (chunk name) and short_src, kept by its
+-- address from one sample to the next. The Proto is read again at each
+-- sample and compared with the one kept (past its GC header, then field
+-- by field: the collector writes its gclist), and so is its source's text:
+-- a chunk loaded where a collected one was, whatever the addresses it
+-- reuses, never gets the old one's name. The line information is read at
+-- each sample (lines_of), not kept.
+local function proto_info(st, p)
+  local lay = st.lay
+  local P = lay.proto
+  local s, err = rd(st, p, P.size, "Proto")
+  if not s then return nil, err end
+  if u8(s, P.tt) ~= lay.tags.proto_gc then return nil, ("0x%x is no Proto"):format(p) end
+  local body = s:sub(GC_HEADER + 1)
+  local info = st.protos[p]
+  if not (info and info.body == body) then
+    local fresh = proto_fields(lay, s)
+    if not fresh.code or fresh.sizecode <= 0 or fresh.sizecode > 1e8 then
+      return nil, ("Proto 0x%x has no code"):format(p)
+    end
+    if info then
+      for _, k in ipairs(PROTO_KEYS) do
+        if fresh[k] ~= info[k] then info = nil break end
+      end
+      -- (a Proto collected, another at its address: counted for the specs)
+      if not info then st.reused = st.reused + 1 end
+    end
+    if not info then
+      info = fresh
+      if not st.protos[p] then
+        st.nprotos = st.nprotos + 1
+        if st.nprotos > 4096 then st.protos, st.nprotos = {}, 1 end
+      end
+      st.protos[p] = info
+    end
+    info.body = body
   end
-  if whole then return whole:sub(off + 1, off + len) end
+  local text = "=?"
+  if info.source ~= 0 then
+    text, err = tstring(st, info.source)
+    if not text then return nil, err end
+  end
+  if text ~= info.source_text then
+    if info.source_text then st.reused = st.reused + 1 end   -- the same fields, another chunk name
+    info.source_text, info.short_src = text, chunkid(lay.chunkid, text)
+  end
+  return info
+end
+
+-- len bytes of a Proto's line information from byte off (read at each
+-- sample: see proto_info)
+local function line_bytes(st, base, off, len)
   return rd(st, base + off, len, "line information")
 end
 
@@ -386,7 +416,7 @@ local function line_of(st, info, pc)
   if pc < 0 then return info.linedefined end
   if pc >= info.sizelineinfo then return nil, "pc beyond the line information" end
   if st.lay.lines == "int" then
-    local s = line_bytes(st, info, "lines_raw", info.lineinfo, 4 * pc, 4)
+    local s = line_bytes(st, info.lineinfo, 4 * pc, 4)
     if not s or #s < 4 then return nil, "cannot read the line information" end
     return i32(s, 0)
   end
@@ -394,7 +424,7 @@ local function line_of(st, info, pc)
   local basepc, line = -1, info.linedefined
   local nabs = info.sizeabslineinfo or 0
   if nabs > 0 and info.abslineinfo and info.abslineinfo ~= 0 then
-    local s = line_bytes(st, info, "abs_raw", info.abslineinfo, 0, 8 * nabs)
+    local s = line_bytes(st, info.abslineinfo, 0, 8 * nabs)
     if not s or #s < 8 * nabs then return nil, "cannot read the absolute line information" end
     for i = 0, nabs - 1 do
       local apc = i32(s, 8 * i)
@@ -403,9 +433,13 @@ local function line_of(st, info, pc)
     end
   end
   if pc > basepc then
-    local s = line_bytes(st, info, "lines_raw", info.lineinfo, basepc + 1, pc - basepc)
-    if not s or #s < pc - basepc then return nil, "cannot read the line information" end
-    for i = 0, pc - basepc - 1 do line = line + i8(s, i) end
+    local n = pc - basepc
+    local s = line_bytes(st, info.lineinfo, basepc + 1, n)
+    if not s or #s < n then return nil, "cannot read the line information" end
+    for i = 1, n do
+      local d = byte(s, i)
+      line = line + (d >= 128 and d - 256 or d)
+    end
   end
   return line
 end
@@ -426,7 +460,7 @@ local function lua_frame(st, p, savedpc)
   end
   return {
     what = info.linedefined == 0 and "main" or "Lua",
-    source = chunkid(st.lay.chunkid, info.source_text),
+    source = info.short_src,
     line = line, linedefined = info.linedefined,
   }
 end
@@ -566,18 +600,19 @@ local function decode_words(s, into)
 end
 
 local function native_words(self, regs)
-  local words, nregs = {}, 0
-  for _, v in pairs(regs or {}) do
-    if type(v) == "number" then nregs = nregs + 1; words[nregs] = v end
-  end
+  local words, started = {}, false
   local rsp, limit, done, step = regs and regs.rsp, 0, 0, 0
-  if type(rsp) == "number" and rsp > 0 then
-    local maps = self.target.maps
-    for i = 1, #maps do
-      if rsp >= maps[i].lo and rsp < maps[i].hi then limit = maps[i].hi - rsp; break end
-    end
-  end
   return function(i)
+    if not started then   -- on the first word asked for (one state and a Lua top: never)
+      started = true
+      for _, v in pairs(regs or {}) do
+        if type(v) == "number" then words[#words + 1] = v end
+      end
+      if type(rsp) == "number" and rsp > 0 then
+        local m = self.target:region(rsp)
+        if m then limit = m.hi - rsp end
+      end
+    end
     while i > #words and step < #STEPS and done < limit do
       step = step + 1
       local upto = math.min(STEPS[step], limit)
@@ -593,14 +628,34 @@ end
 
 local MAX_TRIES = 256
 
--- whether w is 8-aligned and in writable memory
-local function writable(maps, w)
+local W = ("w"):byte()
+
+-- whether w is 8-aligned and in writable memory other than the native
+-- stack (stack: its mapping; a lua_State is never there)
+local function writable(target, w, stack)
   if w <= 0 or w % 8 ~= 0 then return false end
-  for k = 1, #maps do
-    local m = maps[k]
-    if w >= m.lo and w < m.hi then return m.perms:sub(2, 2) == "w" end
+  local m = target:region(w)
+  return m ~= nil and m ~= stack and m.perms:byte(2) == W
+end
+
+-- The words found not to point at a thread, kept for 2 s: the native
+-- stack holds mostly the same words from one sample to the next, and a
+-- word is checked by a read. (A thread made since at such an address is
+-- found once they are dropped.)
+local NOT_THREAD_KEEP = 2
+
+-- the mapping of the native stack of the sampled thread
+local function stack_map(self)
+  local rsp = self.regs and self.regs.rsp
+  return type(rsp) == "number" and self.target:region(rsp) or nil
+end
+
+local function not_threads(self)
+  local now = os.time()
+  if not self.not_thread or now - self.not_thread_at >= NOT_THREAD_KEEP then
+    self.not_thread, self.not_thread_at = {}, now
   end
-  return false
+  return self.not_thread
 end
 
 -- the global_State of the thread object at w when it is one of gs's, else nil
@@ -626,17 +681,20 @@ local function pick_state(self, words)
     if want[v] then return want[v] end
     i = i + 1
   end
-  local tried, maps = 0, self.target.maps
+  local tried, target, stack, neg = 0, self.target, stack_map(self), not_threads(self)
   for pass = 1, 2 do
     i = 1
     while tried < MAX_TRIES do
       local w = words(i)
       if w == nil then break end
       i = i + 1
-      if (pass == 1 and self.known[w]) or (pass == 2 and not self.known[w] and writable(maps, w)) then
+      if (pass == 1 and self.known[w]) or (pass == 2 and not self.known[w] and writable(target, w, stack)) then
         tried = tried + 1
-        local g = thread_g(self, w, gs)
-        if g then self.known[w] = g; return gs[g] end
+        if not neg[w] then
+          local g = thread_g(self, w, gs)
+          if g then self.known[w] = g; return gs[g] end
+          neg[w] = true
+        end
       end
     end
   end
@@ -649,7 +707,8 @@ end
 -- writable memory, at most MAX_TRIES of them, each read and checked by
 -- thread()
 local function native_threads(self, words, visited)
-  local maps, found, seen, gs = self.target.maps, {}, {}, { [self.g] = true }
+  local target, found, seen, gs = self.target, {}, {}, { [self.g] = true }
+  local stack, neg = stack_map(self), not_threads(self)
   local function try(w)
     seen[w] = true
     local c = thread(self, w)
@@ -670,10 +729,12 @@ local function native_threads(self, words, visited)
       local w = words(i)
       if w == nil then break end
       i = i + 1
-      if not visited[w] and not seen[w] and not self.known[w] and writable(maps, w) then
+      if not visited[w] and not seen[w] and not self.known[w] and writable(target, w, stack) then
         seen[w] = true
         tried = tried + 1
-        if thread_g(self, w, gs) then try(w) end
+        if not neg[w] then
+          if thread_g(self, w, gs) then try(w) else neg[w] = true end
+        end
       end
     end
   end
@@ -681,9 +742,28 @@ local function native_threads(self, words, visited)
   return found
 end
 
+-- Whether the C function at addr is one of the Lua runtime's own library
+-- functions that resume no coroutine: in the interpreter (lua5.x) or the
+-- Lua library (liblua5.x) itself, named from package.loaded, and not one
+-- of coroutine's (coroutine.resume and wrap's function, unnamed, are
+-- followed by their argument or upvalue, and by the native stack). Those
+-- call Lua only through lua_call (a CallInfo on the same thread): no
+-- coroutine runs above them, and the native stack is not searched for one.
+-- A host's own functions, C modules, and a host linking Lua statically are
+-- searched as before.
+local function runtime_leaf(self, addr)
+  if not addr then return false end
+  local name = self:cname(addr)
+  if not name or name:sub(1, 10) == "coroutine." then return false end
+  local m = self.target:region(addr)
+  local base = m and m.path and m.path:match("[^/]*$")
+  return base ~= nil and m.perms:sub(3, 3) == "x"
+         and (base:match("^lua5%.%d$") or base:match("^liblua5%.%d%.so")) ~= nil
+end
+
 function State:stack(tid, regs)
   local _ = tid
-  self.may_refresh = true
+  self.may_refresh, self.regs = true, regs
   local words = native_words(self, regs)
   local which = pick_state(self, words)
   if not which then return nil, "no known Lua state in the thread's registers or native stack", "outside" end
@@ -699,17 +779,17 @@ function State:stack(tid, regs)
     visited[t.L] = true
     local cis, cerr = callinfos(self, t)
     if not cis then return nil, cerr end
-    local top_is_c = false
+    local top_is_c, top_c = false, nil
     for _, ci in ipairs(cis) do
-      local f, ferr = frame_of(self, t, ci.func, ci.savedpc)
+      local f, ferr, caddr = frame_of(self, t, ci.func, ci.savedpc)
       if not f then return nil, ferr end
       frames[#frames + 1] = f
-      top_is_c = f.what == "C"
+      top_is_c, top_c = f.what == "C", caddr
       f.address = nil
       if #frames > MAX_FRAMES then return nil, ("more than %d frames"):format(MAX_FRAMES) end
     end
     local nxt = top_is_c and resumed_by(self, t, cis[#cis], visited) or nil
-    if not nxt and top_is_c then
+    if not nxt and top_is_c and not runtime_leaf(self, top_c) then
       -- a C function may resume a coroutine it holds elsewhere (a host's
       -- lua_resume): that coroutine's lua_State is on the native stack
       native = native or native_threads(self, words, visited)
@@ -740,7 +820,7 @@ local function scan(target, lay)
     local anon = m.path == nil or m.path == "" or m.path == "[heap]"
     if anon and m.perms:sub(1, 2) == "rw" then
       local addr = m.lo
-      while addr < m.hi do
+      while addr < m.hi and scanned < SCAN_LIMIT do
         local len = math.min(SCAN_CHUNK, m.hi - addr)
         local s = target:read(addr, len)
         if not s then break end
@@ -778,8 +858,8 @@ function M.probe(target)
   end
   local found, scanned = scan(target, lay)
   local st = setmetatable({ target = target, lay = lay, runtime = "Lua " .. version,
-                            version_from = where, states = {}, protos = {}, nprotos = 0,
-                            cnames = {}, known = {} }, State)
+                            version_from = where, states = {}, protos = {}, nprotos = 0, reused = 0,
+                            cnames = {}, unnamed = {}, known = {} }, State)
   for _, L in ipairs(found) do
     st.g, st.L = L + lay.g_from_L, L
     local t = thread(st, L)

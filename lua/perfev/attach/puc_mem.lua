@@ -32,6 +32,20 @@ function M.ptr(s, o)
   return a + b * 256 + c * 65536 + d * 16777216 + (e + f * 256) * 4294967296
 end
 
+-- On Lua 5.3+, string.unpack decodes a field in one call (the readers of
+-- a sample decode many).
+local unpack = rawget(string, "unpack")
+if unpack then
+  function M.u16(s, o) return (unpack("<I2", s, o + 1)) end
+  function M.u32(s, o) return (unpack("<I4", s, o + 1)) end
+  function M.i32(s, o) return (unpack("<i4", s, o + 1)) end
+  function M.ptr(s, o)
+    local v = unpack("<i8", s, o + 1)
+    if v < 0 or v >= 0x800000000000 then return nil end
+    return v
+  end
+end
+
 -- the signed byte at o (5.4's line deltas)
 function M.i8(s, o)
   local v = byte(s, o + 1)

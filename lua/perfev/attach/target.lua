@@ -61,6 +61,7 @@ end
 -- t:refresh(): the mappings read again (the target maps and unmaps files)
 function Target:refresh()
   self.maps = M.maps(self.pid) or self.maps
+  self.last_region = nil
 end
 
 -- t:map_of(addr) -> the mapping holding addr | nil
@@ -81,42 +82,90 @@ end
 -- one sample (a pointer, a field, the next frame) cost one
 -- process_vm_readv per page touched instead of one each. A page is mapped
 -- whole or not at all, so a page read fails exactly where the small read
--- would. Outside a hold (a reader's own tests, probing) every read goes to
--- the target.
+-- would. The pages a sample touched are read again at the next hold, all
+-- in one process_vm_readv (core.vm_read_pages): consecutive samples of a
+-- program mostly walk the same structures. They are read anew at each
+-- hold, while the thread is stopped: nothing is kept from one sample to
+-- the next but the list of their addresses. Outside a hold (a reader's own
+-- tests, probing) every read goes to the target.
 local PAGE = 4096
 M.PAGE = PAGE
+M.PREFETCH_MAX = 64    -- pages read again at a hold, at most
 
-function Target:hold() self.pages = {} end
-function Target:flush() self.pages = nil end
+local byte = string.byte
 
-local function page(self, n)
-  local p = self.pages[n]
-  if p == nil then
-    p = core.vm_read(self.pid, n * PAGE, PAGE) or false
-    self.pages[n] = p
+function Target:hold()
+  local pages, want = {}, self.touched
+  if want and #want > 0 then
+    local got = core.vm_read_pages(self.pid, want, PAGE)
+    for i = 1, #got do pages[want[i]] = got[i] end
   end
+  self.pages, self.touched, self.used, self.last_base = pages, {}, {}, nil
+end
+
+function Target:flush() self.pages, self.used, self.last_base, self.last_page = nil, nil, nil, nil end
+
+-- the page at base (a multiple of PAGE): its bytes, false when it cannot
+-- be read; noted as touched. Pages are keyed by their address (exact on
+-- LuaJIT too: no division).
+local function page(self, base)
+  if base == self.last_base then return self.last_page end
+  local pages = self.pages
+  local p = pages[base]
+  if p == nil then
+    p = core.vm_read(self.pid, base, PAGE) or false
+    pages[base] = p
+  end
+  local used = self.used
+  if not used[base] then
+    used[base] = true
+    local t = self.touched
+    if p and #t < M.PREFETCH_MAX then t[#t + 1] = base end
+  end
+  self.last_base, self.last_page = base, p
   return p
 end
 
 function Target:read(addr, len)
   if not self.pages or len > 2 * PAGE or len <= 0 then return core.vm_read(self.pid, addr, len) end
-  local first = math.floor(addr / PAGE)
-  local last = math.floor((addr + len - 1) / PAGE)
-  local off = addr - first * PAGE
-  local p = page(self, first)
+  local off = addr % PAGE
+  local p = page(self, addr - off)
   if not p then return core.vm_read(self.pid, addr, len) end   -- its own message
-  if first == last then return p:sub(off + 1, off + len) end
-  local q = page(self, last)
-  if not q then return core.vm_read(self.pid, addr, len) end
+  if off + len <= PAGE then return p:sub(off + 1, off + len) end
+  local q = off + len <= 2 * PAGE and page(self, addr - off + PAGE)
+  if not q then return core.vm_read(self.pid, addr, len) end   -- over 2 pages, or its message
   return p:sub(off + 1) .. q:sub(1, len - (PAGE - off))
 end
 
+-- the page holding the n bytes at addr and their offset in it, when they
+-- lie in one page of a hold (the fixed-size readers decode them in place)
+local function in_page(self, addr, n)
+  if not self.pages then return nil end
+  local off = addr % PAGE
+  if off + n > PAGE then return nil end
+  local base = addr - off
+  local p
+  if base == self.last_base then p = self.last_page else p = page(self, base) end   -- (the last page: no call)
+  if not p then return nil end
+  return p, off
+end
+
+-- The fixed-size readers decode in place in a held page (no copy); on Lua
+-- 5.3+ with string.unpack (one call per field).
+local unpack = rawget(string, "unpack")
+local FORMAT = { [1] = "<I1", [2] = "<I2", [4] = "<I4" }
+
 local function reader(n, signed)
   local top = 2 ^ (8 * n)
+  local fmt = unpack and (signed and "<i" .. n or FORMAT[n])
   return function(self, addr)
-    local s = self:read(addr, n)
-    if not s then return nil end
-    local v = le(s, 1, n)
+    local s, o = in_page(self, addr, n)
+    if not s then
+      s, o = self:read(addr, n), 0
+      if not s then return nil end
+    end
+    if fmt then return (unpack(fmt, s, o + 1)) end
+    local v = le(s, o + 1, n)
     if signed and v >= top / 2 then v = v - top end
     return v
   end
@@ -127,19 +176,55 @@ Target.u16 = reader(2)
 Target.u32 = reader(4)
 Target.i32 = reader(4, true)
 
+local function word(self, addr)
+  local s, o = in_page(self, addr, 8)
+  if not s then
+    s, o = self:read(addr, 8), 0
+  end
+  return s, o
+end
+
 -- t:u64parts(addr) -> lo32, hi32
 function Target:u64parts(addr)
-  local s = self:read(addr, 8)
+  local s, o = word(self, addr)
   if not s then return nil end
-  return le(s, 1, 4), le(s, 5, 4)
+  if unpack then return unpack("<I4I4", s, o + 1) end
+  local a, b, c, d, e, f, g, h = byte(s, o + 1, o + 8)
+  return a + b * 256 + c * 65536 + d * 16777216, e + f * 256 + g * 65536 + h * 16777216
 end
 
 -- t:ptr(addr) -> a pointer (64-bit little-endian); nil when it cannot be
 -- read or is not a user address (at or above 2^47)
 function Target:ptr(addr)
+  if unpack then
+    local s, o = word(self, addr)
+    if not s then return nil end
+    local v = unpack("<i8", s, o + 1)
+    if v < 0 or v >= 0x800000000000 then return nil end
+    return v
+  end
   local lo, hi = self:u64parts(addr)
   if not lo or hi >= 0x8000 then return nil end
   return hi * 4294967296 + lo
+end
+
+-- t:region(addr [, len]) -> the mapping holding the len bytes (1 by
+-- default) at addr | nil; the last one found is tried first (a reader
+-- asks mostly about the heap)
+function Target:region(addr, len)
+  local last = self.last_region
+  local hi = addr + (len or 1)
+  if last and addr >= last.lo and hi <= last.hi then return last end
+  local maps = self.maps
+  for i = 1, #maps do
+    local m = maps[i]
+    if addr >= m.lo and addr < m.hi then
+      if hi > m.hi then return nil end
+      self.last_region = m
+      return m
+    end
+  end
+  return nil
 end
 
 -- t:cstring(addr, max) -> the NUL-terminated string at addr (at most max
