@@ -274,6 +274,17 @@ function Frames:mark()
     if slot then profile = p:take() else p.engine:take() end
   end
   if slot then keep_worst(self, slot, key, profile) end
+  if slot and p then
+    -- building the kept profile (its functions' sources read to name
+    -- them, ~0.5 ms) is perfev's work, not the next frame's: the next
+    -- frame starts after it (its counts, its samples and its time); else
+    -- the frame after each new worst one looked slow, its profile all
+    -- [perfev]
+    self.group:read(counts)
+    for i = 1, n do last[i] = counts[i] or 0 end
+    p.engine:take()
+    if tl then tl.t = tl.now() end
+  end
 end
 
 -- fr:reset(): the statistics start again from here (warm-up frames left
