@@ -144,9 +144,11 @@ end
 -- (default), "csv" or "json"; opts.sep: the CSV separator (",").
 -- The result and options a caller gave, checked (issue 20: a wrong one
 -- raised "attempt to index" from this file); raised at the caller's line.
-local function check(res, opts, fname)
+local function check(res, opts, fname, list)
   local options = require "perfev.options"
-  if type(res) ~= "table" or type(res.counters) ~= "table" then
+  -- (an interval's res is perfev.stat's result in the making: no counters
+  -- yet, the interval's own are list)
+  if type(res) ~= "table" or type(list or res.counters) ~= "table" then
     options.raisef("%s: expects what perfev.stat returned, got %s", fname, options.describe(res))
   end
   if opts ~= nil and type(opts) ~= "table" then
@@ -158,7 +160,7 @@ local function check(res, opts, fname)
 end
 
 function M.config(res, opts, list, fname)
-  check(res, opts, fname or "perfev.stat.format")
+  check(res, opts, fname or "perfev.stat.format", list)
   opts = opts or {}
   local mode = opts.format or "text"
   if mode ~= "text" and mode ~= "csv" and mode ~= "json" then
