@@ -1,12 +1,14 @@
 -- examples/alloc.lua: where a game loop's garbage comes from, and what it
 -- keeps, by Lua function (perfev.alloc; doc/memory.md).
---   lua5.4 examples/alloc.lua [OUT_DIR]      (also lua5.3, luajit; OUT_DIR: $TMPDIR or /tmp)
--- writes OUT_DIR/alloc.pb.gz (go tool pprof -sample_index=alloc_space|inuse_space ...),
--- alloc.svg (the bytes allocated) and inuse.svg (what is still in use), and
--- prints the text reports.
+--   lua5.4 examples/alloc.lua [OUT]      (also lua5.3, luajit; OUT: $TMPDIR/alloc.pb.gz)
+-- writes OUT, a pprof profile (go tool pprof -sample_index=alloc_space|inuse_space ...),
+-- and beside it BASE.alloc.svg (the bytes allocated) and BASE.inuse.svg (what
+-- is still in use), BASE being OUT without ".pb.gz", and prints the text
+-- reports.
 local perfev = require "perfev"
 
-local dir = arg and arg[1] or os.getenv("TMPDIR") or "/tmp"
+local out = arg and arg[1] or (os.getenv("TMPDIR") or "/tmp") .. "/alloc.pb.gz"
+local base = out:gsub("%.pb%.gz$", "")
 
 local entities = {}
 for i = 1, 300 do entities[i] = { x = i, y = 0, vx = 1, vy = 2, name = "entity" .. i } end
@@ -49,11 +51,11 @@ end
 local a = perfev.alloc { period = 64 * 1024 }
 a:run(game, 600)
 
-assert(a:write(dir .. "/alloc.pb.gz"))
-assert(a:write(dir .. "/alloc.svg"))                     -- alloc_space
-assert(a:write(dir .. "/inuse.svg", nil, "inuse_space"))
+assert(a:write(out, "pprof"))                             -- every sample type
+assert(a:write(base .. ".alloc.svg"))                     -- alloc_space
+assert(a:write(base .. ".inuse.svg", nil, "inuse_space"))
 local t = a:totals()
-print(("%.1f MB allocated in %d blocks, %d sampled (period %d bytes); written: %s/alloc.pb.gz, alloc.svg, inuse.svg")
-      :format(t.alloc_bytes / 1e6, t.alloc_count, t.sampled, t.period, dir))
+print(("%.1f MB allocated in %d blocks, %d sampled (period %d bytes); written: %s, %s.alloc.svg, %s.inuse.svg")
+      :format(t.alloc_bytes / 1e6, t.alloc_count, t.sampled, t.period, out, base, base))
 print(a:report("alloc_space"))
 print(a:report("inuse_space"))
