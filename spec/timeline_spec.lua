@@ -188,10 +188,13 @@ describe("the timeline", function()
     end)
     local tl = p:timeline()
     p:close()
-    assert.equal(10, #tl.samples)
+    -- the ring's 10, less any taken outside the profiled function (as
+    -- p:run stopped: left out, as in the profile; 9 in one CI run)
+    local n = #tl.samples
+    assert.is_true(n >= 8 and n <= 10, n .. " samples")
     assert.is_true(tl.dropped.samples >= 20, tl.dropped.samples .. " dropped")
     -- the latest: the last ones are second_phase's
-    assert.is_true(leaf_named(tl.samples[10].stack, "second_phase"), table.concat(tl.samples[10].stack, ";"))
+    assert.is_true(leaf_named(tl.samples[n].stack, "second_phase"), table.concat(tl.samples[n].stack, ";"))
     assert.has_error(function() perfev.profile { timeline = 0 } end)
   end)
 
