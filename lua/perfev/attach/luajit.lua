@@ -659,6 +659,15 @@ function M.probe(target)
   local found = {}
   local why = scan(target, layout.gc64, found)
   if not next(found) then why = scan(target, layout.gc32, found) or why end
+  if not next(found) then
+    -- the target runs while it is scanned: memory it mapped and unmapped
+    -- meanwhile (a program churning large strings) once hid its state from
+    -- the scan; once more, on its mappings read again
+    target:refresh()
+    target:flush()
+    why = scan(target, layout.gc64, found) or why
+    if not next(found) then why = scan(target, layout.gc32, found) or why end
+  end
   local list = {}
   for _, s in pairs(found) do list[#list + 1] = s end
   table.sort(list, function(a, b) return a.L < b.L end)
