@@ -6,6 +6,7 @@
 local shell = require "spec.support.shell"
 local luajit = require "perfev.attach.luajit"
 local attach = require "perfev.attach"
+local calibrate = require "spec.support.calibrate"
 
 -- Debian's own luajit conflicts with luajit2: `apt-get download luajit
 -- libluajit-5.1-2` and `dpkg -x` both into this directory (usr/bin/luajit).
@@ -70,17 +71,8 @@ end
 -- workloads lasts many 2 ms sampling periods, so that the fixed period
 -- cannot lock onto one phase of a short loop (f1(20000) took 20 us with
 -- the compiler on, and 1:3 came out 21-36 % from one run to the next).
-local MS
-do
-  local n, t = 50000, 0
-  repeat
-    n = n * 2
-    local t0 = os.clock()
-    f1(n)
-    t = os.clock() - t0
-  until t >= 0.05
-  MS = math.max(1, math.floor(n / (t * 1000)))
-end
+CALIBRATE
+local MS = per_ms(f1)
 DEFS
 local function info(name, f)
   local d = debug.getinfo(f, "SL")
@@ -99,7 +91,8 @@ LOOP
 -- the workload with its definitions and its loop (plain replacement: the
 -- code holds %)
 local function work(defs, loop)
-  local s = WORK:gsub("DEFS", function() return defs end)
+  local s = WORK:gsub("CALIBRATE", function() return calibrate.SOURCE end)
+  s = s:gsub("DEFS", function() return defs end)
   return (s:gsub("LOOP", function() return loop end))
 end
 

@@ -8,6 +8,7 @@
 local u = require "spec.support.util"
 local attach_target = require "perfev.attach.target"
 local puc = require "perfev.attach.puc"
+local calibrate = require "spec.support.calibrate"
 
 -- 1200 samples: a share's binomial standard deviation is 1.25 %, the +-5 %
 -- bound 4 of them (six runs of 800 gave cheap 22.1-26.6 %, its share by
@@ -74,19 +75,10 @@ local function report(name)
            .. "\n")
   io.flush()
 end
+]] .. calibrate.SOURCE .. [[
 -- iterations of f (a one_line function) for 20 ms of CPU time: each call
--- lasts ten 2 ms sampling periods, so that the fixed period cannot lock
--- onto one phase of a short round
-local function calibrate(f)
-  local n, t = 25000, 0
-  repeat
-    n = n * 2
-    local t0 = os.clock()
-    f(n)
-    t = os.clock() - t0
-  until t >= 0.05
-  return math.max(1, math.floor(n * 0.02 / t))
-end
+-- lasts ten 2 ms sampling periods
+local function calibrate(f) return 20 * per_ms(f) end
 ]]
 local function one_line(name)
   return ("local function %s(n, probe) if probe then report(%q) return 0 end "
