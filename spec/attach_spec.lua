@@ -75,6 +75,13 @@ local function wait_for(pred, what)
   end
 end
 
+-- "why=n, ..." of an attach profile's dropped samples, for a failure's message
+local function reasons(t)
+  local out = {}
+  for why, n in pairs(t or {}) do out[#out + 1] = why .. "=" .. n end
+  return table.concat(out, ", ")
+end
+
 local function kill(pid) if pid and alive(pid) then os.execute("kill -9 " .. pid .. " 2>/dev/null") end end
 
 local function attach(opts)
@@ -158,7 +165,9 @@ describe("perfev.attach", function()
     local p, msg = attach { pid = pid, freq = 199, native = true, duration_ms = 1000 }
     assert(p, msg)
     local pr = p:profile()
-    assert.truthy(pr.samples >= 1)
+    local a = p.attach
+    assert.truthy(pr.samples >= 1, ("samples %d, dropped %d, outside %d, ended %s, reasons %s")
+                  :format(a.samples, a.dropped, a.outside, tostring(a.ended), reasons(a.reasons)))
     local exe = core.readlink("/proc/self/exe"):match("[^/]*$")
     local named = 0
     for _, f in ipairs(pr.frames) do
