@@ -63,6 +63,12 @@ echo "check-user: $LUA, prefix $PREFIX"
 # ---- install ----
 step "make install PREFIX=<tmp> ($LUA)" "$ROOT" "make -s install LUA=$LUA PREFIX=$PREFIX > /dev/null"
 step "installed perfev runs with no LUA_PATH" "$WORK" "perfev --version | grep '^perfev ' && command -v perfev | has '^$PREFIX/bin/perfev\$'"
+# run by another Lua than it was installed for: one line saying so and what to do
+OTHER=$([ "$LUA" = luajit ] && echo lua5.4 || echo luajit)
+if command -v "$OTHER" > /dev/null; then
+  step "$OTHER perfev (installed for $LUA): one line, what to do" "$WORK" \
+    "$OTHER \$(command -v perfev) --version 2> other.txt; test \$? = 1 && test \$(wc -l < other.txt) = 1 && has 'make install LUA=$OTHER' other.txt"
+fi
 
 # ---- help and version ----
 step "perfev --help" "$WORK" "perfev --help | has 'profile'"
