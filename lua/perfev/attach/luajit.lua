@@ -402,8 +402,10 @@ local function trace_top(self, traceno)
       return base, startpc and startpc + 4
     end
     n = self.target:u16(T + lay.tr_root)
+    if n == 0 then break end   -- a root trace (its root is 0): it left the function it started in
   end
-  return nil, "trace " .. traceno .. " is not in the function at its base (a trace that left it)"
+  -- one reason for all traces, so that the count of such drops reads as one figure
+  return nil, "compiled code (a trace) that left the function it started in: no frame of it to show"
 end
 
 -- the top of thread L at the sample: base and PC (ins, one after the
