@@ -55,6 +55,7 @@ build = {
             "csrc/perfdata/zstd.c",
             "csrc/profiler/agg.c",
             "csrc/profiler/budget.c",
+            "csrc/profiler/cotrack.c",
             "csrc/profiler/profiler.c",
             "csrc/profiler/timeline.c",
             "csrc/record/callchain.c",
