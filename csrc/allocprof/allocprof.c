@@ -207,58 +207,16 @@ static void assign(struct allocprof *a, size_t idx)
   a->npend = 0;
 }
 
-static char what_code(const char *what)
-{
-  return what[0] == 'C' ? 'C' : what[0] == 'm' ? 'm' : 'L';
-}
-
-/* T's frames from level `from` into ids (leaf first) after n of them;
- * returns the new count, -1 when out of memory; *full at MAX_FRAMES. */
-static int walk(struct allocprof *a, lua_State *T, int from, uint32_t *ids, int n, int *full)
-{
-  lua_Debug d;
-  for (int lv = from; lua_getstack(T, lv, &d); lv++) {
-    if (n == MAX_FRAMES - 1) {
-      *full = 1;
-      return n;
-    }
-    if (!lua_getinfo(T, "Sln", &d))
-      continue;
-    struct prof_key k = { d.name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
-    long id = prof_agg_frame(&a->agg, &k);
-    if (id < 0)
-      return -1;
-    ids[n++] = (uint32_t)id;
-  }
-  return n;
-}
-
 /* Records L's stack from level `from` (and its resumers') and gives it the
  * pending blocks. */
 static void record_here(struct allocprof *a, lua_State *L, int from)
 {
+  const struct prof_walk w = { &a->agg, &a->chain, MAX_FRAMES, NULL, NULL };
   uint32_t ids[MAX_FRAMES];
-  int n = 0, full = 0;
+  int cut;
   a->busy++;
-  for (lua_State *T = L; T && !full && n >= 0; T = perfev_cochain_resumer(&a->chain, T),
-       from = PERFEV_COTRACK_RESUMER_LEVEL)
-    n = walk(a, T, from, ids, n, &full);
-  if (n >= 0 && full) {
-    struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
-    long id = prof_agg_frame(&a->agg, &k);
-    ids[n++] = (uint32_t)id;
-    if (id < 0)
-      n = -1;
-  }
-  long sid = -1;
-  if (n >= 0) {
-    for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
-      uint32_t t = ids[i];
-      ids[i] = ids[j];
-      ids[j] = t;
-    }
-    sid = prof_agg_stack_id(&a->agg, ids, (uint32_t)n);
-  }
+  int n = prof_lua_stack(&w, L, from, ids, &cut);
+  long sid = n >= 0 ? prof_agg_stack_id(&a->agg, ids, (uint32_t)n) : -1;
   assign(a, sid < 0 ? 0 : (size_t)sid + 1);
   a->busy--;
 }

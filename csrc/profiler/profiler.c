@@ -226,13 +226,6 @@ static uint64_t drain(struct profiler *p, uint64_t *nsamples)
 
 /* ---- the hook: the stack of the sample ---- */
 
-static char what_code(const char *what)
-{
-  return what[0] == 'C' ? 'C' : what[0] == 'm' ? 'm' : 'L';
-}
-
-/* Appends T's frames from level `from`, leaf first; returns the new count,
- * or -1 when out of memory. Sets *full when MAX_FRAMES was reached. */
 /* Whether the value at the top of T is the function at `fn`; pops it. */
 static int pop_is(lua_State *T, int fn)
 {
@@ -305,57 +298,27 @@ static const char *wrapper_name(lua_State *T, const char *name)
   return w ? w : name;
 }
 
-static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n, int *full)
+/* A frame's name (prof_walk.name): a Lua function's that its call gave
+ * none found by find_name, the wrappers' as the user called them. */
+static const char *frame_name(void *ud, lua_State *T, int lv, lua_Debug *d, int *pushed)
 {
-  lua_Debug d;
-  for (int lv = from; lua_getstack(T, lv, &d); lv++) {
-    if (n == MAX_FRAMES - 1) {
-      *full = 1;
-      return n;
-    }
-    lua_getinfo(T, "Sln", &d);
-    const char *name = d.name;
-    int pushed = 0;
-    if (!name && d.what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
-      name = find_name(p, T, lv);
-      pushed = name ? 2 : 1;
-    } else if (d.what[0] == 'C' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
-      name = wrapper_name(T, name);
-    }
-    struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
-    long id = prof_agg_frame(&p->agg, &k);
-    lua_pop(T, pushed);
-    if (id < 0)
-      return -1;
-    ids[n++] = (uint32_t)id;
+  const char *name = d->name;
+  if (!name && d->what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", d)) {
+    name = find_name((const struct profiler *)ud, T, lv);
+    *pushed = name ? 2 : 1;
+  } else if (d->what[0] == 'C' && lua_checkstack(T, 1) && lua_getinfo(T, "f", d)) {
+    name = wrapper_name(T, name);
   }
-  return n;
+  return name;
 }
 
-/* The Lua stack of the sample into ids, root first: the coroutine's
- * frames, then its resumer's from our wrapper, and so on down to the main
- * thread. Returns the count, or -1 when out of memory; *cut: whether it was
- * cut at MAX_FRAMES (the caller counts the samples it stands for). */
+/* The Lua stack of the sample into ids, root first (luastack.c); -1 when
+ * out of memory; *cut: whether it was cut at MAX_FRAMES (the caller
+ * counts the samples it stands for). */
 static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids, int *cut)
 {
-  int n = 0, full = 0;
-  for (lua_State *T = L; T && !full && n >= 0; T = perfev_cochain_resumer(&p->chain, T),
-       from = PERFEV_COTRACK_RESUMER_LEVEL)
-    n = walk(p, T, from, ids, n, &full);
-  if (n >= 0 && full) {
-    struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
-    long id = prof_agg_frame(&p->agg, &k);
-    ids[n++] = (uint32_t)id;
-    if (id < 0)
-      n = -1;
-  }
-  for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
-    uint32_t t = ids[i];
-    ids[i] = ids[j];
-    ids[j] = t;
-  }
-  *cut = full;
-  return n;
+  const struct prof_walk w = { &p->agg, &p->chain, MAX_FRAMES, frame_name, p };
+  return prof_lua_stack(&w, L, from, ids, cut);
 }
 
 /* Now on CLOCK_MONOTONIC, ns: a sample's time in the timeline (the
