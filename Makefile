@@ -4,7 +4,7 @@
 #   make demo       install what is missing (as root), run examples/quickstart.lua
 #   make test       install what is missing (as root), run the busted specs
 #   make lint       luacheck, C with -Werror, cppcheck (when installed), no circle between csrc/'s
-#                   concerns, rockspec in sync
+#                   concerns, no function over 100 lines (Lua) or 80 (C), rockspec in sync
 #   make check      specs under ASan+UBSan, then under valgrind's leak check (budget: check-valgrind)
 #   make bench      every bench/*.lua
 #   make rockcheck  `luarocks make` into a temporary tree, offline, and require it
@@ -225,8 +225,10 @@ lint-lua: | deps
 	@echo "lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) lua/..."; \
 	  lua5.4 tools/check-function-length.lua luac5.4 $(MAX_FUNCTION_LINES) $(LUA_MODS)
 
-# No Lua function of the library over this many lines (issue 21).
+# No Lua function of the library over this many lines, no C function of the
+# core over MAX_C_FUNCTION_LINES (issue 21; tools/check-c-function-length.lua).
 MAX_FUNCTION_LINES ?= 100
+MAX_C_FUNCTION_LINES ?= 80
 
 # The C is compiled with -Wall -Wextra -Werror by the build itself; this also
 # checks that core.so links nothing but libc (never liblua) and exports
@@ -239,9 +241,12 @@ lint-c: all spec-helpers bench-helpers cppcheck
 
 # No circle between the concerns of csrc/ (its folders, and each base file
 # at the top): counted over who uses whose non-static functions, globals,
-# macros and types, not over #include lines (tools/check-layers.lua).
+# macros and types, not over #include lines (tools/check-layers.lua); and no
+# C function over MAX_C_FUNCTION_LINES.
 lint-layers: | $(NEED_DEPS)
 	@echo "$(LUA) tools/check-layers.lua csrc/**.[ch]"; $(LUA) tools/check-layers.lua $(sort $(wildcard csrc/*.[ch] csrc/*/*.[ch]))
+	@echo "$(LUA) tools/check-c-function-length.lua $(MAX_C_FUNCTION_LINES) csrc/**.c"; \
+	  $(LUA) tools/check-c-function-length.lua $(MAX_C_FUNCTION_LINES) $(SRCS)
 
 cppcheck: | $(NEED_DEPS)
 	@if command -v $(CPPCHECK) >/dev/null 2>&1; then \

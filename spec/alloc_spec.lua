@@ -252,6 +252,30 @@ describe("perfev.alloc", function()
     assert.is_nil(debug.gethook(co_hook))
   end)
 
+  it("nests coroutines as deep while profiling as without it", function()
+    if rawget(_G, "jit") then
+      pending("LuaJIT: its engine (jit.profile) replaces no coroutine function")
+      return
+    end
+    local function nest(n)
+      if n == 0 then return 0 end
+      return coroutine.wrap(function() return 1 + nest(n - 1) end)()
+    end
+    -- the C calls Lua allows nested (LUAI_MAXCCALLS) bound it: each level
+    -- resumes once, plus what the wrappers add
+    local function deepest()
+      local d = 0
+      while d < 1000 and pcall(nest, d + 1) do d = d + 1 end
+      return d
+    end
+    local plain = select(2, xpcall(deepest, debug.traceback))
+    local a = perfev.alloc {}
+    local profiled = a:run(deepest)
+    print(("\n  nested coroutine.wrap: %d, %d while profiling"):format(plain, profiled))
+    assert.is_true(plain > 100, "deepest: " .. plain)
+    assert.is_true(profiled >= plain - 2, ("%d while profiling, %d without"):format(profiled, plain))
+  end)
+
   it("raises at the caller's line on a wrong option or sample type", function()
     local ok, err = pcall(perfev.alloc, { periode = 10 })
     assert.is_false(ok)

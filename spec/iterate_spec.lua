@@ -188,6 +188,9 @@ describe("iteration by purpose", function()
                                     sample_type = { "ip", "tid", "period" }, disabled = true }
       if not ev then pending("cannot open cpu-clock: " .. tostring(err)) return end
       local ring = assert(ev:mmap(16))
+      -- the Lua methods are in the class's one method table, as the core exports it
+      assert.equal(core.ring_methods, getmetatable(ring).__index)
+      assert.equal("function", type(core.ring_methods.tally))
       local function burn()
         ev:enable()
         local t0, x = os.clock(), 0

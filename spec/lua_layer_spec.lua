@@ -25,7 +25,7 @@ describe("perfev", function()
     assert.equal(core, perfev.core)
     assert.equal(core.ERRNO, perfev.ERRNO)
     -- the core's internals and its own open (another signature) stay in the core
-    for _, k in ipairs { "event_methods", "group_reader", "group_results", "_snapshot_walk",
+    for _, k in ipairs { "event_methods", "ring_methods", "group_reader", "group_results", "_snapshot_walk",
                          "_selfread_compute", "perfdata_reader", "attr_fields", "scale" } do
       assert.is_nil(rawget(perfev, k), k)
       assert.is_nil(perfev[k], k)

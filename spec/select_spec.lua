@@ -316,6 +316,30 @@ describe("field selection", function()
       JIT.on()
       assert.equal("C", off)
     end)
+
+    it("is given the kinds of its scalars as the core exports them (core.SCALAR)", function()
+      local names, seen = {}, {}
+      for name, kind in pairs(core.SCALAR) do
+        assert.equal("number", type(kind), name)
+        assert.is_nil(seen[kind], name)            -- distinct kinds
+        seen[kind] = true
+        names[#names + 1] = name
+      end
+      table.sort(names)
+      assert.same({ "PERIOD", "S32", "U32", "U64" }, names)
+      if without_ffi() then return end
+      local given
+      core.decode_accelerator(function(_, _, _, _, n, ...)
+        given = { n = n, ... }
+        return function() end
+      end)
+      local ok, err = pcall(perfev.decode, stream(), attr, { fields = { "time", "pid", "cpu" } })
+      core.decode_accelerator(require("perfev.decode_jit").iterator)
+      assert(ok, err)
+      -- n, then (offset, kind) a field: time u64 in the sample, pid s32 (a pid_t), cpu u32
+      assert.equal(3, given.n)
+      assert.same({ core.SCALAR.U64, core.SCALAR.S32, core.SCALAR.U32 }, { given[2], given[4], given[6] })
+    end)
   end)
 
   describe("errors name the field, at the caller's line", function()

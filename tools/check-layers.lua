@@ -16,42 +16,8 @@ for _, a in ipairs({ ... }) do
   if a == "-v" then verbose = true else files[#files + 1] = a end
 end
 
-local function read(path)
-  local f = assert(io.open(path, "r"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
--- The code alone: comments, strings and character constants blanked (the
--- newlines kept), line continuations joined.
-local function strip(s)
-  s = s:gsub("\\\n", " ")
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local c, c2 = s:sub(i, i), s:sub(i, i + 1)
-    if c2 == "/*" then
-      local j = s:find("*/", i + 2, true) or n
-      out[#out + 1] = (s:sub(i, j + 1):gsub("[^\n]", " "))
-      i = j + 2
-    elseif c2 == "//" then
-      local j = s:find("\n", i, true) or n + 1
-      i = j
-    elseif c == '"' or c == "'" then
-      local j = i + 1
-      while j <= n and s:sub(j, j) ~= c do
-        if s:sub(j, j) == "\\" then j = j + 1 end
-        j = j + 1
-      end
-      out[#out + 1] = c .. c
-      i = j + 1
-    else
-      out[#out + 1] = c
-      i = i + 1
-    end
-  end
-  return table.concat(out)
-end
+local ccode = dofile((arg[0]:match("^(.*/)") or "") .. "c-code.lua")
+local read, strip = ccode.read, ccode.strip
 
 local function concern(path)
   local rel = path:gsub("^csrc/", "")

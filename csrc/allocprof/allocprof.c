@@ -19,8 +19,8 @@
  *   stack there and gives the pending blocks to it: the next instruction of
  *   the function that allocated, or the return of the C function that did
  *   (string.rep). The running coroutine is known through coroutine.resume
- *   and coroutine.wrap replaced while profiling (ap:wrappers), as the
- *   CPU profiler does (profiler.c).
+ *   and coroutine.wrap replaced while profiling (ap:wrappers), by the
+ *   coroutine tracker the CPU profiler uses too (profiler/cotrack.c).
  * - "signal" (LuaJIT: count hooks do not run in compiled code): it sends
  *   SIGPROF to this thread, the signal of jit.profile's timer; jit.profile
  *   stops the VM at its next safe point and its callback (Lua) records the
@@ -38,11 +38,11 @@
 #include <string.h>
 #include "perfev.h"
 #include "profiler/profiler.h"
+#include "profiler/cotrack.h"
 #include "allocprof.h"
 
 #define ALLOCPROF_MT "perfev.allocprof"
 #define MAX_FRAMES 512
-#define MAX_CHAIN 64
 #define HOOK_MASK (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET)
 
 enum ap_mode { AP_COUNT, AP_HOOK, AP_SIGNAL };
@@ -56,10 +56,6 @@ struct ap_pending {
 struct ap_vals {
   double objects, space;          /* scaled: the allocations they stand for */
   uint64_t samples, bytes;        /* the samples themselves */
-};
-
-struct ap_link {
-  lua_State *co, *resumer;
 };
 
 struct allocprof {
@@ -79,8 +75,7 @@ struct allocprof {
   lua_State *current, *armed;
   lua_Hook prev_hook;
   int prev_mask, prev_count;
-  struct ap_link chain[MAX_CHAIN];
-  int depth;
+  struct perfev_cochain chain;    /* "hook": the resumes in progress (cotrack.h) */
 };
 
 struct ap_ud {
@@ -212,65 +207,16 @@ static void assign(struct allocprof *a, size_t idx)
   a->npend = 0;
 }
 
-static lua_State *resumer_of(const struct allocprof *a, const lua_State *co)
-{
-  for (int i = a->depth - 1; i >= 0; i--)
-    if (a->chain[i].co == co)
-      return a->chain[i].resumer;
-  return NULL;
-}
-
-static char what_code(const char *what)
-{
-  return what[0] == 'C' ? 'C' : what[0] == 'm' ? 'm' : 'L';
-}
-
-/* T's frames from level `from` into ids (leaf first) after n of them;
- * returns the new count, -1 when out of memory; *full at MAX_FRAMES. */
-static int walk(struct allocprof *a, lua_State *T, int from, uint32_t *ids, int n, int *full)
-{
-  lua_Debug d;
-  for (int lv = from; lua_getstack(T, lv, &d); lv++) {
-    if (n == MAX_FRAMES - 1) {
-      *full = 1;
-      return n;
-    }
-    if (!lua_getinfo(T, "Sln", &d))
-      continue;
-    struct prof_key k = { d.name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
-    long id = prof_agg_frame(&a->agg, &k);
-    if (id < 0)
-      return -1;
-    ids[n++] = (uint32_t)id;
-  }
-  return n;
-}
-
 /* Records L's stack from level `from` (and its resumers') and gives it the
  * pending blocks. */
 static void record_here(struct allocprof *a, lua_State *L, int from)
 {
+  const struct prof_walk w = { &a->agg, &a->chain, MAX_FRAMES, NULL, NULL };
   uint32_t ids[MAX_FRAMES];
-  int n = 0, full = 0;
+  int cut;
   a->busy++;
-  for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(a, T), from = 1)
-    n = walk(a, T, from, ids, n, &full);
-  if (n >= 0 && full) {
-    struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
-    long id = prof_agg_frame(&a->agg, &k);
-    ids[n++] = (uint32_t)id;
-    if (id < 0)
-      n = -1;
-  }
-  long sid = -1;
-  if (n >= 0) {
-    for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
-      uint32_t t = ids[i];
-      ids[i] = ids[j];
-      ids[j] = t;
-    }
-    sid = prof_agg_stack_id(&a->agg, ids, (uint32_t)n);
-  }
+  int n = prof_lua_stack(&w, L, from, ids, &cut);
+  long sid = n >= 0 ? prof_agg_stack_id(&a->agg, ids, (uint32_t)n) : -1;
   assign(a, sid < 0 ? 0 : (size_t)sid + 1);
   a->busy--;
 }
@@ -333,21 +279,23 @@ static void ap_hook(lua_State *L, lua_Debug *ar)
     ph(L, ar);
 }
 
-/* ---- the coroutine wrappers ("hook") ---- */
+/* ---- the coroutine wrappers ("hook", profiler/cotrack.c) ---- */
 
-static void enter(struct allocprof *a, lua_State *co, lua_State *from)
+static void enter(void *owner, lua_State *co, lua_State *from)
 {
+  struct allocprof *a = (struct allocprof *)owner;
   if (a->npend)
     record_here(a, from, 1);
   disarm(a, from);
-  a->chain[a->depth].co = co;
-  a->chain[a->depth].resumer = from;
-  a->depth++;
+  perfev_cochain_push(&a->chain, co, from);
   a->current = co;
 }
 
-static void leave(struct allocprof *a, lua_State *co, lua_State *from)
+static void leave(void *owner, lua_State *co, lua_State *from)
 {
+  struct allocprof *a = (struct allocprof *)owner;
+  if (!a->running || a->chain.depth == 0)
+    return;                       /* stopped inside the coroutine */
   if (a->npend) {
     if (lua_status(co) == LUA_YIELD)
       record_here(a, co, 0);
@@ -355,57 +303,15 @@ static void leave(struct allocprof *a, lua_State *co, lua_State *from)
       record_here(a, from, 1);
   }
   disarm(a, co);
-  a->depth--;
+  perfev_cochain_pop(&a->chain);
   a->current = from;
 }
 
-static int call_in(lua_State *L, lua_State *co)
+/* Whether a resume is one the chain tracks. */
+static void *tracking(void *ud)
 {
-  struct ap_ud *u = (struct ap_ud *)lua_touserdata(L, lua_upvalueindex(1));
-  struct allocprof *a = u->a;
-  int nargs = lua_gettop(L);
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_insert(L, 1);
-  if (!a || !a->running || !co || a->depth == MAX_CHAIN) {
-    lua_call(L, nargs, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  enter(a, co, L);
-  int st = lua_pcall(L, nargs, LUA_MULTRET, 0);
-  if (a->running && a->depth > 0)
-    leave(a, co, L);
-  if (st != 0)
-    return lua_error(L);
-  return lua_gettop(L);
-}
-
-static int l_co_resume(lua_State *L)
-{
-  return call_in(L, lua_tothread(L, 1));
-}
-
-static int l_co_wrapped(lua_State *L)
-{
-  return call_in(L, lua_tothread(L, lua_upvalueindex(3)));
-}
-
-static int l_co_wrap(lua_State *L)
-{
-  lua_settop(L, 1);
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_insert(L, 1);
-  lua_call(L, 1, 1);
-  const char *up = lua_getupvalue(L, 1, 1);   /* its coroutine (5.3, 5.4) */
-  if (!up || !lua_isthread(L, -1)) {
-    if (up)
-      lua_pop(L, 1);
-    return 1;
-  }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, -3);
-  lua_pushcclosure(L, l_co_wrapped, 3);
-  return 1;
+  struct allocprof *a = ((struct ap_ud *)ud)->a;
+  return a && a->running && perfev_cochain_room(&a->chain) ? a : NULL;
 }
 
 /* ---- the methods ---- */
@@ -443,7 +349,7 @@ static void stop(lua_State *L, struct allocprof *a)
   if (a->armed)
     disarm(a, a->armed);
   a->current = NULL;
-  a->depth = 0;
+  a->chain.depth = 0;
   uninstall(L, a);
 }
 
@@ -458,7 +364,7 @@ static int l_start(lua_State *L)
   a->prev_f = lua_getallocf(L, &a->prev_ud);
   a->next = ap_next_sample(&a->rng, a->period);
   a->current = L;
-  a->depth = 0;
+  a->chain.depth = 0;
   a->running = 1;
   a->installed = 1;
   lua_setallocf(L, ap_alloc, a);
@@ -592,16 +498,9 @@ static int l_read(lua_State *L)
 /* ap:wrappers(resume, wrap) -> resume', wrap' ("hook") */
 static int l_wrappers(lua_State *L)
 {
+  static const struct perfev_cotrack track = { tracking, enter, leave };
   check_ap(L);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, 2);
-  lua_pushcclosure(L, l_co_resume, 2);
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, 3);
-  lua_pushcclosure(L, l_co_wrap, 2);
-  return 2;
+  return perfev_cotrack_wrappers(L, &track);
 }
 
 static int l_gc(lua_State *L)

@@ -14,9 +14,9 @@
  *
  * Coroutines: Lua 5.3/5.4 hooks belong to one lua_State (coroutine), so the
  * handler arms the one running: the Lua layer replaces coroutine.resume and
- * coroutine.wrap while profiling with closures from p:wrappers(), which
- * track the running coroutine and the chain of resumers (p->chain), whose
- * stacks are recorded under the coroutine's. */
+ * coroutine.wrap while profiling with closures from p:wrappers()
+ * (profiler/cotrack.c), which track the running coroutine and the chain of
+ * resumers (p->chain), whose stacks are recorded under the coroutine's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -29,21 +29,17 @@
 #include <unistd.h>
 #include "perfev.h"
 #include "profiler.h"
+#include "cotrack.h"
 #include "ring/ring.h"
 #include "record/callchain.h"
 
 #define PROFILER_MT "perfev.profiler"
 #define MAX_FRAMES 512      /* per sample, all threads of the chain together */
-#define MAX_CHAIN 64        /* nested resumes tracked */
 #define MAX_NATIVE 256      /* native frames kept per sample (the innermost) */
 #ifndef TRAP_PERF
 #define TRAP_PERF 6                 /* si_code of attr.sigtrap (kernel 5.13), not in glibc 2.36 */
 #endif
 #define HOOK_MASK (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET)
-
-struct chain_link {
-  lua_State *co, *resumer;
-};
 
 struct profiler {
   int fd;                             /* our own dup of the event's fd: the event
@@ -61,8 +57,7 @@ struct profiler {
   lua_State *_Atomic armed;           /* the state our hook is set on, or NULL */
   lua_Hook prev_hook;                 /* what `armed` had before: restored, chained */
   int prev_mask, prev_count;
-  struct chain_link chain[MAX_CHAIN];
-  int depth;
+  struct perfev_cochain chain;        /* the resumes in progress (cotrack.h) */
   volatile sig_atomic_t oom;
   uint64_t signals, hooks, samples, lost, weight, unattributed, truncated;
   struct prof_agg agg;
@@ -231,22 +226,6 @@ static uint64_t drain(struct profiler *p, uint64_t *nsamples)
 
 /* ---- the hook: the stack of the sample ---- */
 
-static char what_code(const char *what)
-{
-  return what[0] == 'C' ? 'C' : what[0] == 'm' ? 'm' : 'L';
-}
-
-/* The thread that resumed co, from the chain of resumes, or NULL. */
-static lua_State *resumer_of(const struct profiler *p, const lua_State *co)
-{
-  for (int i = p->depth - 1; i >= 0; i--)
-    if (p->chain[i].co == co)
-      return p->chain[i].resumer;
-  return NULL;
-}
-
-/* Appends T's frames from level `from`, leaf first; returns the new count,
- * or -1 when out of memory. Sets *full when MAX_FRAMES was reached. */
 /* Whether the value at the top of T is the function at `fn`; pops it. */
 static int pop_is(lua_State *T, int fn)
 {
@@ -309,78 +288,37 @@ static const char *find_name(const struct profiler *p, lua_State *T, int lv)
   return lua_tostring(T, -1);
 }
 
-static int l_co_resume(lua_State *L);
-static int l_co_wrapped(lua_State *L);
-
 /* The name of the C function at the top of T when it is one of the
- * coroutine wrappers (the C function the user called: resume, or one made
- * by wrap), whatever the call named it; else `name`. Pops the function. */
+ * coroutine wrappers (cotrack.c), whatever the call named it; else `name`.
+ * Pops the function. */
 static const char *wrapper_name(lua_State *T, const char *name)
 {
-  lua_CFunction f = lua_tocfunction(T, -1);
+  const char *w = perfev_cotrack_name(lua_tocfunction(T, -1));
   lua_pop(T, 1);
-  if (f == l_co_resume)
-    return "resume";
-  if (f == l_co_wrapped)
-    return "wrap";
+  return w ? w : name;
+}
+
+/* A frame's name (prof_walk.name): a Lua function's that its call gave
+ * none found by find_name, the wrappers' as the user called them. */
+static const char *frame_name(void *ud, lua_State *T, int lv, lua_Debug *d, int *pushed)
+{
+  const char *name = d->name;
+  if (!name && d->what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", d)) {
+    name = find_name((const struct profiler *)ud, T, lv);
+    *pushed = name ? 2 : 1;
+  } else if (d->what[0] == 'C' && lua_checkstack(T, 1) && lua_getinfo(T, "f", d)) {
+    name = wrapper_name(T, name);
+  }
   return name;
 }
 
-static int walk(struct profiler *p, lua_State *T, int from, uint32_t *ids, int n, int *full)
-{
-  lua_Debug d;
-  for (int lv = from; lua_getstack(T, lv, &d); lv++) {
-    if (n == MAX_FRAMES - 1) {
-      *full = 1;
-      return n;
-    }
-    lua_getinfo(T, "Sln", &d);
-    const char *name = d.name;
-    int pushed = 0;
-    if (!name && d.what[0] == 'L' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
-      name = find_name(p, T, lv);
-      pushed = name ? 2 : 1;
-    } else if (d.what[0] == 'C' && lua_checkstack(T, 1) && lua_getinfo(T, "f", &d)) {
-      name = wrapper_name(T, name);
-    }
-    struct prof_key k = { name, d.short_src, d.linedefined, d.currentline, what_code(d.what), 0 };
-    long id = prof_agg_frame(&p->agg, &k);
-    lua_pop(T, pushed);
-    if (id < 0)
-      return -1;
-    ids[n++] = (uint32_t)id;
-  }
-  return n;
-}
-
-/* The level of a resumer's stack its walk starts at: our wrapper, which
- * resumes the coroutine itself (on LuaJIT it calls the original resume,
- * level 0 there, which is left out). */
-#define RESUMER_LEVEL (PERFEV_LUAJIT ? 1 : 0)
-
-/* The Lua stack of the sample into ids, root first: the coroutine's
- * frames, then its resumer's from our wrapper, and so on down to the main
- * thread. Returns the count, or -1 when out of memory; *cut: whether it was
- * cut at MAX_FRAMES (the caller counts the samples it stands for). */
+/* The Lua stack of the sample into ids, root first (luastack.c); -1 when
+ * out of memory; *cut: whether it was cut at MAX_FRAMES (the caller
+ * counts the samples it stands for). */
 static int lua_stack(struct profiler *p, lua_State *L, int from, uint32_t *ids, int *cut)
 {
-  int n = 0, full = 0;
-  for (lua_State *T = L; T && !full && n >= 0; T = resumer_of(p, T), from = RESUMER_LEVEL)
-    n = walk(p, T, from, ids, n, &full);
-  if (n >= 0 && full) {
-    struct prof_key k = { "[truncated]", "", -1, -1, 't', 0 };
-    long id = prof_agg_frame(&p->agg, &k);
-    ids[n++] = (uint32_t)id;
-    if (id < 0)
-      n = -1;
-  }
-  for (int i = 0, j = n - 1; i < j; i++, j--) {   /* root first */
-    uint32_t t = ids[i];
-    ids[i] = ids[j];
-    ids[j] = t;
-  }
-  *cut = full;
-  return n;
+  const struct prof_walk w = { &p->agg, &p->chain, MAX_FRAMES, frame_name, p };
+  return prof_lua_stack(&w, L, from, ids, cut);
 }
 
 /* Now on CLOCK_MONOTONIC, ns: a sample's time in the timeline (the
@@ -647,7 +585,7 @@ static int stop(lua_State *L, struct profiler *p)
   uint64_t n;
   p->unattributed += drain(p, &n);
   p->running = 0;
-  p->depth = 0;
+  p->chain.depth = 0;
   atomic_store(&p->current, NULL);
   if (active == p)
     active = NULL;
@@ -688,7 +626,7 @@ static int l_start(lua_State *L)
     return fail_errno(L, errno, "sigaction");
   p->signo = signo;
   p->owner = L;
-  p->depth = 0;
+  p->chain.depth = 0;
   atomic_store(&p->current, L);
   atomic_store(&p->armed, NULL);
   p->prev_hook = NULL;
@@ -854,13 +792,12 @@ static int l_gc(lua_State *L)
   return 0;
 }
 
-/* ---- the coroutine wrappers ---- */
+/* ---- the coroutine wrappers (cotrack.c) ---- */
 
-static void enter(struct profiler *p, lua_State *co, lua_State *from)
+static void enter(void *owner, lua_State *co, lua_State *from)
 {
-  p->chain[p->depth].co = co;
-  p->chain[p->depth].resumer = from;
-  p->depth++;
+  struct profiler *p = (struct profiler *)owner;
+  perfev_cochain_push(&p->chain, co, from);
   atomic_store(&p->current, co);
   lua_State *expected = from;    /* a sample pending in the resumer: take it along */
   if (atomic_compare_exchange_strong(&p->armed, &expected, NULL)) {
@@ -869,9 +806,10 @@ static void enter(struct profiler *p, lua_State *co, lua_State *from)
   }
 }
 
-static void leave(struct profiler *p, lua_State *co, lua_State *from)
+static void leave(void *owner, lua_State *co, lua_State *from)
 {
-  p->depth--;
+  struct profiler *p = (struct profiler *)owner;
+  perfev_cochain_pop(&p->chain);
   atomic_store(&p->current, from);
   lua_State *expected = co;      /* a sample pending in the coroutine: to the resumer */
   if (atomic_compare_exchange_strong(&p->armed, &expected, NULL)) {
@@ -880,165 +818,20 @@ static void leave(struct profiler *p, lua_State *co, lua_State *from)
   }
 }
 
-/* Whether a resume of co from L is one the chain tracks. */
-static struct profiler *tracking(lua_State *L, lua_State *co)
+/* Whether a resume of co is one the chain tracks. */
+static void *tracking(void *ud)
 {
-  struct profiler *p = (struct profiler *)lua_touserdata(L, lua_upvalueindex(1));
-  return p->running && co && p->depth < MAX_CHAIN && active == p ? p : NULL;
-}
-
-#if PERFEV_LUAJIT
-/* LuaJIT (whose profiler is perfev.profile.jit, not this hook): calls
- * upvalue `fn` with the arguments, co marked running meanwhile. */
-static int call_in(lua_State *L, int fn, lua_State *co)
-{
-  struct profiler *p = tracking(L, co);
-  int nargs = lua_gettop(L);
-  lua_pushvalue(L, lua_upvalueindex(fn));
-  lua_insert(L, 1);
-  if (!p) {
-    lua_call(L, nargs, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  enter(p, co, L);
-  int st = lua_pcall(L, nargs, LUA_MULTRET, 0);
-  leave(p, co, L);
-  if (st != LUA_OK)
-    return lua_error(L);
-  return lua_gettop(L);
-}
-
-static int l_co_resume(lua_State *L)
-{
-  return call_in(L, 2, lua_tothread(L, 1));
-}
-
-static int l_co_wrapped(lua_State *L)
-{
-  return call_in(L, 2, lua_tothread(L, lua_upvalueindex(3)));
-}
-#else
-/* Resumes co from L with the nargs values on top of L, marked running
- * meanwhile when tracked; leaves on L's top the values co returned or
- * yielded and gives their count, or leaves its error and gives -1. The
- * resume is made here, not by calling the original coroutine.resume:
- * a lua_call costs one of the C calls Lua allows nested (LUAI_MAXCCALLS,
- * 200), and with the resume's own that halved how deep coroutines nest
- * while profiling ("C stack overflow" at 98 wraps instead of 196). */
-static int resume_co(lua_State *L, lua_State *co, int nargs)
-{
-  int nres;
-  if (!lua_checkstack(co, nargs)) {
-    lua_pushliteral(L, "too many arguments to resume");
-    return -1;
-  }
-#if LUA_VERSION_NUM < 504
-  if (lua_status(co) == LUA_OK && lua_gettop(co) == 0) {   /* 5.4's lua_resume says it */
-    lua_pushliteral(L, "cannot resume dead coroutine");
-    return -1;
-  }
-#endif
-  struct profiler *p = tracking(L, co);
-  lua_xmove(L, co, nargs);
-  if (p)
-    enter(p, co, L);
-#if LUA_VERSION_NUM < 504
-  int st = lua_resume(co, L, nargs);
-  nres = lua_gettop(co);
-#else
-  int st = lua_resume(co, L, nargs, &nres);
-#endif
-  if (p)
-    leave(p, co, L);
-  if (st != LUA_OK && st != LUA_YIELD) {
-    lua_xmove(co, L, 1);
-    return -1;
-  }
-  if (!lua_checkstack(L, nres + 1)) {
-    lua_pop(co, nres);
-    lua_pushliteral(L, "too many results to resume");
-    return -1;
-  }
-  lua_xmove(co, L, nres);
-  return nres;
-}
-
-/* coroutine.resume while profiling: upvalues (profiler, original resume) */
-static int l_co_resume(lua_State *L)
-{
-  lua_State *co = lua_tothread(L, 1);
-  if (!co) {                            /* the original's message */
-    lua_pushvalue(L, lua_upvalueindex(2));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  int n = resume_co(L, co, lua_gettop(L) - 1);
-  lua_pushboolean(L, n >= 0);
-  lua_insert(L, n >= 0 ? -(n + 1) : -2);
-  return n >= 0 ? n + 1 : 2;
-}
-
-/* a coroutine.wrap function while profiling: upvalues (profiler, the
- * original wrap's function, its coroutine); raises as the original does,
- * the coroutine closed and a string error prefixed with the caller's
- * position */
-static int l_co_wrapped(lua_State *L)
-{
-  lua_State *co = lua_tothread(L, lua_upvalueindex(3));
-  int n = resume_co(L, co, lua_gettop(L));
-  if (n >= 0)
-    return n;
-  int st = lua_status(co);
-  if (st != LUA_OK && st != LUA_YIELD) {
-#if LUA_VERSION_NUM >= 504
-    st = lua_resetthread(co);           /* its to-be-closed variables */
-    lua_xmove(co, L, 1);
-#endif
-  }
-  if (st != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
-    luaL_where(L, 1);
-    lua_insert(L, -2);
-    lua_concat(L, 2);
-  }
-  return lua_error(L);
-}
-#endif
-
-/* coroutine.wrap while profiling: upvalues (profiler, original wrap) */
-static int l_co_wrap(lua_State *L)
-{
-  lua_settop(L, 1);
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_insert(L, 1);
-  lua_call(L, 1, 1);                       /* the original's function */
-  const char *up = lua_getupvalue(L, 1, 1);  /* its coroutine (5.3, 5.4) */
-  if (!up || !lua_isthread(L, -1)) {
-    if (up)
-      lua_pop(L, 1);
-    return 1;                              /* not what we know: left as it is */
-  }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, -3);
-  lua_pushcclosure(L, l_co_wrapped, 3);
-  return 1;
+  struct profiler *p = (struct profiler *)ud;
+  return p->running && perfev_cochain_room(&p->chain) && active == p ? p : NULL;
 }
 
 /* p:wrappers(resume, wrap) -> resume', wrap': coroutine.resume and
  * coroutine.wrap that keep track of the running coroutine. */
 static int l_wrappers(lua_State *L)
 {
+  static const struct perfev_cotrack track = { tracking, enter, leave };
   check_profiler(L);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, 2);
-  lua_pushcclosure(L, l_co_resume, 2);
-  lua_pushvalue(L, 1);
-  lua_pushvalue(L, 3);
-  lua_pushcclosure(L, l_co_wrap, 2);
-  return 2;
+  return perfev_cotrack_wrappers(L, &track);
 }
 
 /* core.profiler(event, ring[, bound]) -> profiler. The event must sample

@@ -67,6 +67,24 @@ void prof_agg_push(lua_State *L, const struct prof_agg *a);
 /* Sets frames and stacks in the table on top of L. */
 void prof_agg_push_fields(lua_State *L, const struct prof_agg *a);
 
+/* How a sample's Lua stack is read (luastack.c): into agg, across the
+ * chain of resumes (cotrack.h), at most max frames; name, when not NULL,
+ * names frame lv of T (described by d, "Sln") instead of d->name, and
+ * sets *pushed to the values it left on T's stack (popped after). */
+struct perfev_cochain;
+struct prof_walk {
+  struct prof_agg *agg;
+  const struct perfev_cochain *chain;
+  int max;
+  const char *(*name)(void *ud, lua_State *T, int lv, lua_Debug *d, int *pushed);
+  void *ud;
+};
+
+/* The Lua stack of L from level `from`, then its resumers', into ids, root
+ * first. Returns the count, or -1 when out of memory; *cut: whether it was
+ * cut at w->max (a "[truncated]" frame at its root). */
+int prof_lua_stack(const struct prof_walk *w, lua_State *L, int from, uint32_t *ids, int *cut);
+
 /* The samples in time order (p:timeline(n), profiler_timeline.c): the
  * latest n, each with the time the hook recorded it (CLOCK_MONOTONIC, ns),
  * its weight and its stack, interned in an aggregation of the timeline's

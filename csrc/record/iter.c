@@ -241,6 +241,22 @@ static int l_decode(lua_State *L)
   return 1;
 }
 
+/* core.SCALAR = { U64 = , U32 = , S32 = , PERIOD = }: the kinds of a
+ * plan's scalars (select.h's PERFEV_SCALAR_*), as the accelerator is given
+ * them (perfev.decode_jit reads them here). */
+static void push_scalars(lua_State *L)
+{
+  static const struct { const char *name; int kind; } kinds[] = {
+    { "U64", PERFEV_SCALAR_U64 }, { "U32", PERFEV_SCALAR_U32 },
+    { "S32", PERFEV_SCALAR_S32 }, { "PERIOD", PERFEV_SCALAR_PERIOD },
+  };
+  lua_createtable(L, 0, (int)(sizeof kinds / sizeof kinds[0]));
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    lua_pushinteger(L, kinds[i].kind);
+    lua_setfield(L, -2, kinds[i].name);
+  }
+}
+
 int perfev_decode_open_lib(lua_State *L)
 {
   static const luaL_Reg funcs[] = {
@@ -252,5 +268,7 @@ int perfev_decode_open_lib(lua_State *L)
   };
   perfev_decoder_open_lib(L);
   luaL_setfuncs(L, funcs, 0);
+  push_scalars(L);
+  lua_setfield(L, -2, "SCALAR");
   return 0;
 }

@@ -550,6 +550,8 @@ int perfev_ring_open_lib(lua_State *L)
   };
   perfev_ring_snapshot_open_lib(L);
   perfev_class_register(L, PERFEV_RING_MT, meta, methods);
+  perfev_class_methods(L, PERFEV_RING_MT);
+  lua_setfield(L, -2, "ring_methods");   /* core.ring_methods: the Lua layer adds to it */
   perfev_class_methods(L, PERFEV_EVENT_MT);
   luaL_getmetatable(L, PERFEV_EVENT_MT);   /* upvalue 1, as every method has */
   lua_pushcclosure(L, l_mmap, 1);

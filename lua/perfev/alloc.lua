@@ -17,6 +17,7 @@
 -- (Lua 5.3, 5.4) or by jit.profile (LuaJIT: perfev.alloc.luajit).
 local core = require "perfev.core"
 local options = require "perfev.options"
+local cowrap = require "perfev.cowrap"
 local data = require "perfev.profile.data"
 local output = require "perfev.profile.output"
 
@@ -82,18 +83,13 @@ end
 -- a:start() -> a
 function Alloc:start()
   if self.running then fail("the profiler is running already") end
-  local co = coroutine
-  self.saved = { resume = co.resume, wrap = co.wrap }
   if self.engine_name == "jit" then
     self.ap = core.allocprof(self.period, "signal")
     self.jit = require("perfev.alloc.luajit").new(self.ap)
     self.jit:start()
   else
     self.ap = core.allocprof(self.period, "hook")
-    local resume, wrap = self.ap:wrappers(co.resume, co.wrap)
-    rawset(co, "resume", resume)
-    rawset(co, "wrap", wrap)
-    self.mine = { resume = resume, wrap = wrap }
+    self.wrapped = cowrap.install(self.ap)
   end
   self.running = true
   self.raw, self.results = nil, {}
@@ -115,10 +111,7 @@ function Alloc:stop()
   if self.jit then
     self.raw = self.jit:stop(r)
   else
-    local co = coroutine
-    for _, k in ipairs { "resume", "wrap" } do
-      if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
-    end
+    cowrap.restore(self.wrapped)
     local stacks = {}
     for i, ids in ipairs(r.stacks) do stacks[i] = { ids = ids, values = r.values[i] } end
     self.raw = { frames = r.frames, stacks = stacks, call_names = "sure" }

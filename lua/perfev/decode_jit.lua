@@ -24,12 +24,9 @@ local compat = require "perfev.compat"
 local M = {}
 
 local SAMPLE = core.RECORD.SAMPLE
--- The kinds of a plan's scalars (csrc/record/select.h's PERFEV_SCALAR_*), from the core
--- when it exports them as core.SCALAR. A core that does not yet has the
--- numbers of its enum, in its order; spec/decode_spec's LuaJIT run checks
--- the values read against the C iterator's either way.
-local SCALAR = core.SCALAR or { U64 = 0, U32 = 1, S32 = 2, PERIOD = 3 }
-local U64, U32, S32 = SCALAR.U64, SCALAR.U32, SCALAR.S32
+-- The kinds of a plan's scalars (csrc/record/select.h's PERFEV_SCALAR_*), as the core
+-- exports them (csrc/record/iter.c).
+local U64, U32, S32 = core.SCALAR.U64, core.SCALAR.U32, core.SCALAR.S32
 
 -- Each shape of plan (its kinds) gets one generated maker, so that the
 -- values are returned by straight-line code the compiler sees whole.

@@ -106,10 +106,15 @@ function M.is_integer(v)
 end
 local is_integer = M.is_integer
 
-local function is_event(v)
+-- of_class(v, methods) -> whether v is a userdata of the C class whose
+-- method table the core exports as methods (core.event_methods,
+-- core.ring_methods)
+function M.of_class(v, methods)
   local mt = type(v) == "userdata" and getmetatable(v)
-  return mt and type(mt) == "table" and rawget(mt, "__index") == core.event_methods or false
+  return mt and type(mt) == "table" and rawget(mt, "__index") == methods or false
 end
+
+local function is_event(v) return M.of_class(v, core.event_methods) end
 M.is_event = is_event
 
 -- kind -> { test, what it is called in a message }

@@ -3,8 +3,9 @@
 --   ring:records([{ into = t }])              tables
 --   ring:samples(field, ...) / ring:values()  the fields' values of each sample
 --   ring:tally(field, ... [, { on_record = fn, into = t }])   tallies
--- added to the class's method table, which the core registers as
--- "perfev.ring" (loaded by perfev's init.lua).
+-- added to the class's method table, which the core exports as
+-- core.ring_methods (installed by perfev's init.lua).
+local core = require "perfev.core"
 local iterate = require "perfev.iterate"
 local options = require "perfev.options"
 
@@ -22,27 +23,25 @@ local function got(v, n)
   return options.describe(v)
 end
 
--- check(mt, ring, n, method): the core's bad-self error, at the caller's line
-local function check(mt, ring, n, method)
-  if type(ring) ~= "userdata" or getmetatable(ring) ~= mt then
+-- check(ring, n, method): the core's bad-self error, at the caller's line
+local function check(ring, n, method)
+  if not options.of_class(ring, core.ring_methods) then
     options.raisef("perfev.ring: bad self for %s (expected a perfev.ring, got %s): call it as obj:%s(...)",
                    method, got(ring, n), method)
   end
 end
 
--- install(): adds the methods once; the class's table from the registry
--- (the core keeps its metatables there, under their names).
+-- install(): adds the methods once.
 function M.install()
-  local mt = debug.getregistry()["perfev.ring"]
-  local methods = type(mt) == "table" and rawget(mt, "__index")
-  if type(methods) ~= "table" or rawget(methods, "tally") then return end
+  local methods = core.ring_methods
+  if rawget(methods, "tally") then return end
   local records, samples = methods.records, methods.samples
 
   -- ring:records([opts]): `fields` without `into` and `tally` are the
   -- deprecated forms of samples and tally (they still work)
   methods.records = function(...)
     local ring, opts = ...
-    check(mt, ring, select("#", ...), "records")
+    check(ring, select("#", ...), "records")
     iterate.deprecated_forms(opts, "ring:records")
     return options.call(records, ring, opts)
   end
@@ -54,7 +53,7 @@ function M.install()
   -- distinct set of values of the samples available now
   methods.tally = function(...)
     local ring = ...
-    check(mt, ring, select("#", ...), "tally")
+    check(ring, select("#", ...), "tally")
     local fields, opts = iterate.split("ring:tally", select(2, ...))
     opts = options.check(opts, iterate.TALLY_OPTIONS, "ring:tally")
     local it = options.call(records, ring, { fields = fields, tally = true, into = opts.into })

@@ -10,6 +10,7 @@
 local core = require "perfev.core"
 local jitp = require "perfev.profile.jit"
 local interrupt = require "perfev.interrupt"
+local cowrap = require "perfev.cowrap"
 
 local M = {}
 
@@ -64,12 +65,7 @@ function Engine:start()
       ap:attribute(i)
     end,
   })
-  local co = coroutine
-  self.saved = { resume = co.resume, wrap = co.wrap }
-  local resume, wrap = self.c:wrappers(co.resume, co.wrap)
-  rawset(co, "resume", resume)
-  rawset(co, "wrap", wrap)
-  self.mine = { resume = resume, wrap = wrap }
+  self.wrapped = cowrap.install(self.c)
   -- SIGPROF ignored under jit.profile, which gives back what it found when
   -- it stops: a signal after that is dropped, not the default (the end)
   self.sigprof = core.signal_ignore(jitp.SIGPROF)
@@ -81,10 +77,7 @@ end
 function Engine:stop(r)
   self.c:stop()
   if self.sigprof then self.sigprof:restore() self.sigprof = nil end
-  local co = coroutine
-  for _, k in ipairs { "resume", "wrap" } do
-    if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end
-  end
+  cowrap.restore(self.wrapped)
   local c = self.c:read()
   local stacks = {}
   for _, st in ipairs(c.stacks) do

@@ -6,6 +6,7 @@
 -- the engine which coroutine runs (Lua hooks are per coroutine).
 local perfev = require "perfev"
 local core = require "perfev.core"
+local cowrap = require "perfev.cowrap"
 local spec = require "perfev.spec"
 
 local M = {}
@@ -87,20 +88,12 @@ function Engine:start()
   local p = self.p
   self.p:start(type(self.signal) == "number" and self.signal or nil)
   -- the running coroutine, for the signal handler
-  local co = coroutine
-  self.saved = { resume = co.resume, wrap = co.wrap }
-  local resume, wrap = p:wrappers(co.resume, co.wrap)
-  rawset(co, "resume", resume)
-  rawset(co, "wrap", wrap)
-  self.mine = { resume = resume, wrap = wrap }
+  self.wrapped = cowrap.install(p)
 end
 
 function Engine:stop()
   local ok, err = pcall(self.p.stop, self.p)
-  local co = coroutine
-  for _, k in ipairs { "resume", "wrap" } do
-    if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
-  end
+  cowrap.restore(self.wrapped)
   if not ok then error(err, 0) end
 end
 

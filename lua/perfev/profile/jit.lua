@@ -19,6 +19,7 @@
 -- M.collector (a Collector, the sampling half alone: a weigh function
 -- gives the weight) can be checked without a perf event.
 local interrupt = require "perfev.interrupt"
+local cowrap = require "perfev.cowrap"
 
 local M = {}
 
@@ -547,12 +548,7 @@ function Engine:start()
     return w, lost
   end, { main = core.profiler_thread(), tag = self.tag, stack_left = core.stack_left })
   if self.timeline_n then self.c:timeline(self.timeline_n) end
-  local co = coroutine
-  self.saved = { resume = co.resume, wrap = co.wrap }
-  local resume, wrap = self.c:wrappers(co.resume, co.wrap)
-  rawset(co, "resume", resume)
-  rawset(co, "wrap", wrap)
-  self.mine = { resume = resume, wrap = wrap }
+  self.wrapped = cowrap.install(self.c)
   -- jit.profile's SIGPROF handler first, then the event's overflows sent
   -- as SIGPROF to this thread: each one asks jit.profile for a sample
   self.budget:start(ring)
@@ -588,10 +584,7 @@ function Engine:stop()
   if not quiet then error("perfev.profile: stopping the event's signal: " .. tostring(msg), 0) end
   self.c:stop()
   if self.sigprof then self.sigprof:restore() self.sigprof = nil end
-  local co = coroutine
-  for _, k in ipairs { "resume", "wrap" } do
-    if co[k] == self.mine[k] then rawset(co, k, self.saved[k]) end   -- unless replaced meanwhile
-  end
+  cowrap.restore(self.wrapped)
 end
 
 -- timeline(n), timeline_read(): as the hook engine's (the collector's; a
