@@ -105,22 +105,28 @@ end
 local function empty(n) for _ = 1, n do end end
 local function marks(n) for _ = 1, n do on:mark() end end
 local function marks_gc(n) for _ = 1, n do gcon:mark() end end
+-- the GC figures' read alone (what gc = true adds to a mark, a zone's
+-- begin and its finish), beside the group read that the mark's noise is
+local gcfig = require "perfev.frames.gc"
+local gct = {}
+local function gc_reads(n) for _ = 1, n do gcfig.read(gcon.gc, gct, 3) end end
 local function zone_on(n) for _ = 1, n do on:zone_begin("z"):finish() end end
 local function zone_off(n) for _ = 1, n do off:zone_begin("z"):finish() end end
 local function marks_off(n) for _ = 1, n do off:mark() end end
-local ops = { empty = {}, mark = {}, mark_gc = {}, mark_off = {}, zone_on = {}, zone_off = {} }
-local OPLOOPS = { empty = empty, mark = marks, mark_gc = marks_gc, mark_off = marks_off, zone_on = zone_on,
-                  zone_off = zone_off }
-local OPORDER = { "empty", "mark", "mark_gc", "mark_off", "zone_on", "zone_off" }
+local ops = { empty = {}, mark = {}, mark_gc = {}, gc_read = {}, mark_off = {}, zone_on = {}, zone_off = {} }
+local OPLOOPS = { empty = empty, mark = marks, mark_gc = marks_gc, gc_read = gc_reads, mark_off = marks_off,
+                  zone_on = zone_on, zone_off = zone_off }
+local OPORDER = { "empty", "mark", "mark_gc", "gc_read", "mark_off", "zone_on", "zone_off" }
 for _, k in ipairs(OPORDER) do time(OPLOOPS[k], OPS / 10) end
 for r = 1, ROUNDS do
   for _, k in ipairs(OPORDER) do ops[k][r] = time(OPLOOPS[k], OPS) end
 end
 local e = best(ops.empty)
 print(("  per operation (ns, the fastest round, the empty loop's %.1f ns taken off):"):format(e))
-local LABEL = { mark = "mark (one group read)", mark_gc = "mark, gc = true", mark_off = "mark, disabled",
+local LABEL = { mark = "mark (one group read)", mark_gc = "mark, gc = true", gc_read = "the GC figures' read alone",
+                mark_off = "mark, disabled",
                 zone_on = "zone begin+finish, enabled", zone_off = "zone begin+finish, disabled" }
-for _, k in ipairs { "mark", "mark_gc", "mark_off", "zone_on", "zone_off" } do
+for _, k in ipairs { "mark", "mark_gc", "gc_read", "mark_off", "zone_on", "zone_off" } do
   print(("    %-32s %10.1f"):format(LABEL[k], best(ops[k]) - e))
 end
 print(("  a mark with gc = true against without: %.0f ns more (ratio %.3f); the frames: ratio %.3f")

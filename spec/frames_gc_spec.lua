@@ -51,6 +51,9 @@ describe("perfev.frames { gc = true }", function()
     c:read(ct)
     local raw = { { alloc_bytes = ct.alloc_bytes, free_bytes = ct.free_bytes, gc_cycles = ct.gc_cycles } }
     local reads = { copy(fr.counts, n) }
+    -- the zones made now: their rings (keep values a figure) are no frame's garbage
+    fr:zone_begin("make"):finish()
+    fr:zone_begin("idle"):finish()
     collectgarbage()
     collectgarbage("stop")                             -- the collections are the frames' own
     fr:reset()
@@ -59,7 +62,12 @@ describe("perfev.frames { gc = true }", function()
     reads[1] = copy(fr.counts, n)
     for f = 1, FRAMES do
       if f == MAKE then
+        local z = fr:zone_begin("make")
+        -- a zone of nothing, at a depth new in this frame: perfev's tables
+        -- for the depth are made before its begin, not in it
+        fr:zone_begin("idle"):finish()
         for i = 1, STRINGS do kept[i] = A .. i end
+        z:finish()
       elseif f == COLLECT then
         for i = 1, STRINGS do kept[i] = false end     -- garbage now
         collectgarbage()
@@ -78,6 +86,7 @@ describe("perfev.frames { gc = true }", function()
     local tl = fr:timeline()
     local vals = {}
     for _, name in ipairs { "alloc-bytes", "free-bytes", "gc-cycles" } do vals[name] = fr:values(name) end
+    local idle, make = fr:values("alloc-bytes", "idle"), fr:values("alloc-bytes", "make")
     fr:close()
     c:close()
     local per = {}
@@ -117,6 +126,12 @@ describe("perfev.frames { gc = true }", function()
       assert.are.equal(f == COLLECT and 1 or 0, per["gc-cycles"][f], ("frame %d\n%s"):format(f, report))
     end
     assert.is_true(per["free-bytes"][COLLECT] >= made, report)
+    -- the zones: the strings in theirs, nothing in the empty one at its new depth
+    assert.is_true(make[MAKE] >= made and make[MAKE] <= got, report)
+    for f = 1, FRAMES do
+      assert.are.equal(0, idle[f], ("idle, frame %d\n%s"):format(f, report))
+      if f ~= MAKE then assert.are.equal(0, make[f]) end
+    end
     -- the worst frame by alloc-bytes is the one that made the strings
     assert.are.equal(MAKE, st.worst[1].frame, report)
     assert.are.equal(got, st.worst[1].counts["alloc-bytes"])

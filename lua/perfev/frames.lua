@@ -384,12 +384,13 @@ function Frames:zone_begin(name)
   self.stack[d] = z
   local b = self.begin[d]
   if not b then
-    b = read(self)
+    -- a new depth's tables made before the read: with gc, they are
+    -- allocations of the frame, not of the zone
+    b = zeros(self.n)   -- (the GC figures' slots too: filled after their read)
     self.begin[d] = b
     self.child[d] = zeros(self.n)
-  else
-    read(self, b)
   end
+  read(self, b)
   local child = self.child[d]
   for i = 1, self.n do child[i] = 0 end
   local tl = self.tl
