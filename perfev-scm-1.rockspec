@@ -107,6 +107,7 @@ build = {
       ["perfev.decode_jit"] = "lua/perfev/decode_jit.lua",
       ["perfev.elf"] = "lua/perfev/elf.lua",
       ["perfev.frames"] = "lua/perfev/frames.lua",
+      ["perfev.frames.gc"] = "lua/perfev/frames/gc.lua",
       ["perfev.frames.report"] = "lua/perfev/frames/report.lua",
       ["perfev.frames.series"] = "lua/perfev/frames/series.lua",
       ["perfev.frames.timeline"] = "lua/perfev/frames/timeline.lua",

@@ -4,6 +4,8 @@
 -- whatever else the machine runs, as examples/embed/host.c times its reads):
 --   base       the frame's work alone
 --   mark       + fr:mark() once a frame
+--   mark gc    + fr:mark() once a frame with gc = true (the group read and
+--              the Lua GC's figures: the allocation counter's read)
 --   zones on   + ZONES zones a frame (begin/finish, half of them nested)
 --   zones off  the same code, the frames object disabled (fr:disable())
 --   zones timeline  the zones and the mark with timeline = true (each
@@ -44,6 +46,10 @@ end
 local on = assert(perfev.frames {})
 local off = assert(perfev.frames { enabled = false })
 local tlon = assert(perfev.frames { timeline = true })
+-- gc = true: its allocation counter counts every allocation of the state
+-- from here (the frames' work allocates nothing: the cost measured is
+-- the mark's; an allocating loop's is bench/alloc.lua's counter row)
+local gcon = assert(perfev.frames { gc = true })
 
 -- one frame: the work in ZONES pieces, each in a zone, every other one
 -- inside the zone before it (depth 2)
@@ -65,11 +71,12 @@ end
 local loops = {
   base = function(n) for _ = 1, n do plain_frame() end end,
   mark = function(n) for _ = 1, n do plain_frame() on:mark() end end,
+  mark_gc = function(n) for _ = 1, n do plain_frame() gcon:mark() end end,
   zones_on = function(n) for _ = 1, n do zoned_frame(on) on:mark() end end,
   zones_off = function(n) for _ = 1, n do zoned_frame(off) off:mark() end end,
   zones_timeline = function(n) for _ = 1, n do zoned_frame(tlon) tlon:mark() end end,
 }
-local ORDER = { "base", "mark", "zones_on", "zones_off", "zones_timeline" }
+local ORDER = { "base", "mark", "mark_gc", "zones_on", "zones_off", "zones_timeline" }
 
 local function time(loop, n)
   local t0 = clock()
@@ -97,24 +104,35 @@ end
 -- per operation, against an empty loop
 local function empty(n) for _ = 1, n do end end
 local function marks(n) for _ = 1, n do on:mark() end end
+local function marks_gc(n) for _ = 1, n do gcon:mark() end end
+-- the GC figures' read alone (what gc = true adds to a mark, a zone's
+-- begin and its finish), beside the group read that the mark's noise is
+local gcfig = require "perfev.frames.gc"
+local gct = {}
+local function gc_reads(n) for _ = 1, n do gcfig.read(gcon.gc, gct, 3) end end
 local function zone_on(n) for _ = 1, n do on:zone_begin("z"):finish() end end
 local function zone_off(n) for _ = 1, n do off:zone_begin("z"):finish() end end
 local function marks_off(n) for _ = 1, n do off:mark() end end
-local ops = { empty = {}, mark = {}, mark_off = {}, zone_on = {}, zone_off = {} }
-local OPLOOPS = { empty = empty, mark = marks, mark_off = marks_off, zone_on = zone_on, zone_off = zone_off }
-local OPORDER = { "empty", "mark", "mark_off", "zone_on", "zone_off" }
+local ops = { empty = {}, mark = {}, mark_gc = {}, gc_read = {}, mark_off = {}, zone_on = {}, zone_off = {} }
+local OPLOOPS = { empty = empty, mark = marks, mark_gc = marks_gc, gc_read = gc_reads, mark_off = marks_off,
+                  zone_on = zone_on, zone_off = zone_off }
+local OPORDER = { "empty", "mark", "mark_gc", "gc_read", "mark_off", "zone_on", "zone_off" }
 for _, k in ipairs(OPORDER) do time(OPLOOPS[k], OPS / 10) end
 for r = 1, ROUNDS do
   for _, k in ipairs(OPORDER) do ops[k][r] = time(OPLOOPS[k], OPS) end
 end
 local e = best(ops.empty)
 print(("  per operation (ns, the fastest round, the empty loop's %.1f ns taken off):"):format(e))
-for _, k in ipairs { "mark", "mark_off", "zone_on", "zone_off" } do
-  print(("    %-32s %10.1f"):format(k == "zone_on" and "zone begin+finish, enabled"
-                                  or k == "zone_off" and "zone begin+finish, disabled"
-                                  or k == "mark_off" and "mark, disabled" or "mark (one group read)",
-                                  best(ops[k]) - e))
+local LABEL = { mark = "mark (one group read)", mark_gc = "mark, gc = true", gc_read = "the GC figures' read alone",
+                mark_off = "mark, disabled",
+                zone_on = "zone begin+finish, enabled", zone_off = "zone begin+finish, disabled" }
+for _, k in ipairs { "mark", "mark_gc", "gc_read", "mark_off", "zone_on", "zone_off" } do
+  print(("    %-32s %10.1f"):format(LABEL[k], best(ops[k]) - e))
 end
+print(("  a mark with gc = true against without: %.0f ns more (ratio %.3f); the frames: ratio %.3f")
+      :format(best(ops.mark_gc) - best(ops.mark), (best(ops.mark_gc) - e) / (best(ops.mark) - e),
+              best(per_frame.mark_gc) / best(per_frame.mark)))
+gcon:close()
 on:close()
 off:close()
 print(("  zones timeline against zones on: ratio %.3f")

@@ -326,16 +326,34 @@ static struct allocprof *check_ap(lua_State *L)
   return u->a;
 }
 
-/* Takes our allocator out when it is the state's; else it stays, passing
- * through (a->installed stays set: its memory is never freed). */
+/* Takes our allocator out when it is the state's, or when it is under
+ * others of ours only (a perfev.frames' counter closed before a
+ * perfev.alloc.counter() made after it): the one over it then calls the
+ * one under it. Else (another allocator over ours) it stays, passing
+ * through (a->installed stays set: its memory is never freed). Left in
+ * the chain of a state, it was called by lua_close's last frees after
+ * the core was unloaded: a crash at exit. */
 static void uninstall(lua_State *L, struct allocprof *a)
 {
   if (!a->installed)
     return;
   void *ud = NULL;
-  if (lua_getallocf(L, &ud) == ap_alloc && ud == a) {
+  lua_Alloc f = lua_getallocf(L, &ud);
+  if (f == ap_alloc && ud == a) {
     lua_setallocf(L, a->prev_f, a->prev_ud);
     a->installed = 0;
+    return;
+  }
+  while (f == ap_alloc) {
+    struct allocprof *over = (struct allocprof *)ud;
+    if (over->prev_f == ap_alloc && over->prev_ud == a) {
+      over->prev_f = a->prev_f;
+      over->prev_ud = a->prev_ud;
+      a->installed = 0;
+      return;
+    }
+    f = over->prev_f;
+    ud = over->prev_ud;
   }
 }
 

@@ -14,12 +14,16 @@
 -- two zones inside each frame (the scripting's two systems), and the
 -- per-frame table of fr:report() at the end, and the timeline of the
 -- last frames (timeline = true: their times and their zones' kept in rings
--- made at the start) for Perfetto's UI or speedscope (doc/games.md).
+-- made at the start) for Perfetto's UI or speedscope (doc/games.md), and
+-- the Lua GC's bytes and collections of each frame and zone (gc = true).
 local perfev = require "perfev"
 
 local EVENTS = { "task-clock", "page-faults", "context-switches" }
 
-local fr = assert(perfev.frames { events = EVENTS, worst = 5, timeline = true, name = "examples/embed game loop" })
+-- gc = true: each frame's and zone's Lua GC figures too (alloc-bytes,
+-- free-bytes, gc-cycles), the host's zone marked from C included
+local fr = assert(perfev.frames { events = EVENTS, worst = 5, timeline = true, gc = true,
+                                  name = "examples/embed game loop" })
 local g = fr.group
 local t = g:read()            -- game.read's table, refilled
 

@@ -229,7 +229,7 @@ M.Alloc = Alloc
 setmetatable(M, { __call = function(_, opts) return M.new(opts) end })
 
 -- The garbage collector's figures for a game loop's frames (perfev.frames
--- calls it at each mark): perfev.alloc.counter() -> c, c:read(t) -> t with
+-- with gc = true reads one at each mark and zone): perfev.alloc.counter() -> c, c:read(t) -> t with
 --   gc_cycles    GC cycles completed since c was made (a finalizer that
 --                makes the next one: each cycle runs it once; in Lua 5.4's
 --                generational mode, minor collections count too)

@@ -16,10 +16,14 @@
 -- takes the frame's samples: a frame among the worst keeps its profile
 -- (p:take()), by function, the others' samples are dropped unbuilt (the
 -- engine's take).
+-- With gc = true the Lua GC's figures of each frame (bytes allocated and
+-- freed, collections; the collector's time where the profiler sees it)
+-- follow the events in the same tables (lua/perfev/frames/gc.lua).
 local group = require "perfev.group"
 local core = require "perfev.core"
 local options = require "perfev.options"
 local series = require "perfev.frames.series"
+local gcfig = require "perfev.frames.gc"
 
 local M = {}
 
@@ -29,7 +33,8 @@ M.DEFAULT_KEEP = 3600        -- a minute of frames at 60 per second
 M.PROFILE_FUNCTIONS = 10     -- the functions a worst frame's profile keeps
 
 local OPTIONS = { events = "table|string", worst = "integer", by = "string|integer", keep = "positive",
-                  profile = "boolean|table", enabled = "boolean", timeline = "boolean|positive", name = "string" }
+                  profile = "boolean|table", enabled = "boolean", timeline = "boolean|positive", name = "string",
+                  gc = "boolean" }
 
 local Frames = {}
 Frames.__index = Frames
@@ -65,11 +70,23 @@ local function position_of(g, by, names)
     fail(("option 'by' must be a position from 1 to %d, got %s"):format(#names, options.describe(by)))
   end
   if g.byname[by] then return g.byname[by] end
+  for i = #g.list + 1, #names do
+    if names[i] == by then return i end
+  end
   local ev = g:event(by)
   for i = 1, #names do
     if ev ~= nil and rawequal(g.list[i], ev) then return i end
   end
   fail(("option 'by' must name one of the events (%s), got '%s'"):format(table.concat(names, ", "), by))
+end
+
+-- read(self[, t]) -> t: the group's counts (refilled), then with gc the
+-- GC's figures after them
+local function read(self, t)
+  t = self.group:read(t)
+  local gc = self.gc
+  if gc then gcfig.read(gc, t, self.ng) end
+  return t
 end
 
 -- perfev.frames(opts) -> frames | nil, message, errno (the group's or the
@@ -80,7 +97,9 @@ end
 -- profile (true or perfev.profile's options: each worst frame carries its
 -- Lua profile), enabled (false: made disabled, fr:enable() starts it),
 -- timeline (true or the zone calls kept: each frame's and zone's times
--- kept, and with profile the samples in time order: fr:timeline()), name.
+-- kept, and with profile the samples in time order: fr:timeline()), name,
+-- gc (true: the Lua GC's figures per frame beside the events: alloc-bytes,
+-- free-bytes, gc-cycles, and gc-time where the profiler measures it).
 function M.new(opts)
   opts = options.check(opts, OPTIONS, "perfev.frames")
   local worst = opts.worst or M.DEFAULT_WORST
@@ -90,41 +109,62 @@ function M.new(opts)
   local g, msg, errno = group.new(opts.events or M.DEFAULT_EVENTS)
   if not g then return nil, msg, errno end
   local names = g:names()
+  local ng = #names
+  -- the profiler first: with gc, whether the collector's time is measured
+  -- depends on its engine and event
+  local p
+  if opts.profile then
+    local popts = {}
+    for k, v in pairs(type(opts.profile) == "table" and opts.profile or {}) do popts[k] = v end
+    -- the samples in time order beside the frames' (as many as zone calls, unless said)
+    local tl_want = opts.timeline == true and require("perfev.frames.timeline").DEFAULT_ZONES or opts.timeline
+    if tl_want and popts.timeline == nil then
+      popts.timeline = math.max(tl_want, require("perfev.profile").DEFAULT_TIMELINE)
+    end
+    -- a mistake in the profile's options (raised) or a refusal: the group closed
+    local pok, pmsg, perrno
+    pok, p, pmsg, perrno = pcall(require("perfev.profile").profile, popts)
+    if not pok then g:close() error(p, 0) end
+    if not p then g:close() return nil, pmsg, perrno end
+  end
+  local gc
+  if opts.gc then
+    gc = gcfig.new(p)
+    for _, f in ipairs(gc.figures) do names[#names + 1] = f.name end
+  end
   local ok, by = pcall(position_of, g, opts.by, names)
-  if not ok then g:close() error(by, 0) end
+  if not ok then
+    if p then p:close() end
+    if gc then gcfig.close(gc) end
+    g:close()
+    error(by, 0)
+  end
   local n = #names
   local self = setmetatable({
-    group = g, names = names, n = n, by = by, worst_n = worst, keep = keep,
-    clock = {}, series = {},
-    counts = g:read(),   -- the group's counts at the last mark (refilled)
+    group = g, names = names, n = n, ng = ng, gc = gc, by = by, worst_n = worst, keep = keep,
+    clock = {}, bytes = {}, series = {},
     last = zeros(n),     -- the counts the frame started from
     frame = 0,           -- frames marked
     -- the worst frames, in slots (unordered): frame number, key, counts
     wframe = zeros(worst), wkey = zeros(worst), wcounts = {}, wprofile = {}, wn = 0,
     -- zones: by name, in the order first begun; the open ones as a stack
     zones = {}, zone_list = {}, depth = 0, stack = {}, begin = {}, child = {},
-    now = g:read(),      -- a zone's end counts (refilled)
     name = opts.name,
+    profiler = p,
   }, Frames)
+  self.counts = read(self)   -- the group's counts (and GC figures) at the last mark (refilled)
+  self.now = read(self)      -- a zone's end counts (refilled)
   local tl_n = opts.timeline == true and require("perfev.frames.timeline").DEFAULT_ZONES or opts.timeline
   if tl_n then self.tl = require("perfev.frames.timeline").new(n, keep, tl_n) end
   for i = 1, n do
-    self.clock[i] = is_clock(g, i)
+    local f = gc and i > ng and gc.figures[i - ng]
+    if f then
+      self.clock[i], self.bytes[i] = f.clock == true, f.bytes == true
+    else
+      self.clock[i], self.bytes[i] = is_clock(g, i), false
+    end
     self.series[i] = series.new(keep)
     self.wcounts[i] = zeros(worst)
-  end
-  if opts.profile then
-    local popts = {}
-    for k, v in pairs(type(opts.profile) == "table" and opts.profile or {}) do popts[k] = v end
-    -- the samples in time order beside the frames' (as many as zone calls, unless said)
-    if tl_n and popts.timeline == nil then
-      popts.timeline = math.max(tl_n, require("perfev.profile").DEFAULT_TIMELINE)
-    end
-    -- a mistake in the profile's options (raised) or a refusal: the group closed
-    local pok, p, pmsg, perrno = pcall(require("perfev.profile").profile, popts)
-    if not pok then g:close() error(p, 0) end
-    if not p then g:close() return nil, pmsg, perrno end
-    self.profiler = p
   end
   if opts.enabled == false then
     self:disable()
@@ -162,7 +202,7 @@ function Frames:enable()
   self.enabled = true
   -- the class's methods again (disable() put no-ops on the object)
   self.mark, self.zone_begin, self.zone_end = nil, nil, nil
-  self.group:read(self.counts)
+  read(self, self.counts)
   local last, counts = self.last, self.counts
   for i = 1, self.n do last[i] = counts[i] or 0 end
   if self.tl then self.tl.t = self.tl.now() end
@@ -242,7 +282,7 @@ end
 function Frames:mark()
   check(self, "mark")
   local counts, last = self.counts, self.last
-  self.group:read(counts)
+  read(self, counts)
   local n, ser = self.n, self.series
   for i = 1, n do
     local v = counts[i] or 0
@@ -280,7 +320,7 @@ function Frames:mark()
     -- frame starts after it (its counts, its samples and its time); else
     -- the frame after each new worst one looked slow, its profile all
     -- [perfev]
-    self.group:read(counts)
+    read(self, counts)
     for i = 1, n do last[i] = counts[i] or 0 end
     p.engine:take()
     if tl then tl.t = tl.now() end
@@ -303,7 +343,7 @@ function Frames:reset()
   for k = 1, self.worst_n do self.wprofile[k] = nil end
   if self.tl then require("perfev.frames.timeline").restart(self.tl) end
   if self.enabled then
-    self.group:read(self.counts)
+    read(self, self.counts)
     for i = 1, self.n do self.last[i] = self.counts[i] or 0 end
     if self.profiler then self.profiler:take() end
   end
@@ -344,12 +384,13 @@ function Frames:zone_begin(name)
   self.stack[d] = z
   local b = self.begin[d]
   if not b then
-    b = self.group:read()
+    -- a new depth's tables made before the read: with gc, they are
+    -- allocations of the frame, not of the zone
+    b = zeros(self.n)   -- (the GC figures' slots too: filled after their read)
     self.begin[d] = b
     self.child[d] = zeros(self.n)
-  else
-    self.group:read(b)
   end
+  read(self, b)
   local child = self.child[d]
   for i = 1, self.n do child[i] = 0 end
   local tl = self.tl
@@ -370,7 +411,7 @@ function Zone:finish()
                                                     .. "innermost first)"))
   end
   local now, b, child = fr.now, fr.begin[d], fr.child[d]
-  fr.group:read(now)
+  read(fr, now)
   local acc, own = self.acc, self.own
   local parent = d > 1 and fr.child[d - 1]
   -- the timeline's slot for this call (the oldest one's when full)
@@ -406,7 +447,7 @@ end
 
 local function event_stats(self, i, s)
   local st = series.stats(s)
-  if st then st.name, st.clock = self.names[i], self.clock[i] end
+  if st then st.name, st.clock, st.bytes = self.names[i], self.clock[i], self.bytes[i] or nil end
   return st
 end
 
@@ -459,6 +500,11 @@ end
 function Frames:values(event, zone)
   check(self, "values")
   local i = type(event) == "number" and self.series[event] and event or self.group.byname[event]
+  if not i and self.gc then
+    for k = self.ng + 1, self.n do
+      if self.names[k] == event then i = k end
+    end
+  end
   if not i then options.raisef("perfev.frames: values: no event '%s'", tostring(event)) end
   if zone == nil then return series.values(self.series[i]) end
   local z = self.zones[zone]
@@ -489,6 +535,7 @@ function Frames:close()
   self.enabled = false
   self.mark, self.zone_begin, self.zone_end = noop, null_zone, noop
   if self.profiler then self.profiler:close() end
+  if self.gc then gcfig.close(self.gc) end
   return self.group:close()
 end
 Frames.__close = Frames.close

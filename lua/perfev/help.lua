@@ -38,9 +38,11 @@ M.ENTRIES = {
   { "attach", "perfev.attach{ pid, event, freq | period, duration_ms } -> profiler | nil, message, errno",
     "profile the Lua functions of a process that is already running (ptrace: each sample stops it "
     .. "where it ran); the same profiler object and outputs as perfev.profile", "doc/attach.md" },
-  { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled } -> frames | nil, message, errno",
+  { "frames", "perfev.frames{ events, worst, by, keep, profile, enabled, timeline, gc } -> frames | nil, "
+    .. "message, errno",
     "per-frame counters of a game loop: fr:mark() once a frame, fr:zone_begin(name) ... z:finish(), "
-    .. "fr:report() (mean, p50, p95, p99, max, the worst frames with their Lua profile)", "doc/games.md" },
+    .. "fr:report() (mean, p50, p95, p99, max, the worst frames with their Lua profile; gc: the Lua GC per frame)",
+    "doc/games.md" },
   { "alloc", "perfev.alloc{ period, sample, collect, fn, output } -> profiler",
     "allocations by Lua stack: bytes and blocks allocated (sampled every period bytes) and in use at stop; "
     .. "a:write(\"heap.pb.gz\") (pprof alloc_/inuse_ objects/space), svg, folded, text; perfev.alloc.counter() "

@@ -2,17 +2,20 @@
 -- event's mean, p50, p95, p99 and max per frame (clocks in milliseconds),
 -- each zone's the same with its self mean and calls, then the worst frames
 -- with their other counts and, when profiled, the functions that ran in
--- them.
+-- them. The GC's figures (option gc) are rows like the events', the bytes
+-- in KiB.
 local M = {}
 
 local ROW = "%-26s %10.3f %10.3f %10.3f %10.3f %10.3f"
 local HEAD = "%-26s %10s %10s %10s %10s %10s"
 
 local function label(st)
-  return st.clock and st.name .. " ms" or st.name
+  if st.clock then return st.name .. " ms" end
+  if st.bytes then return (st.name:gsub("%-bytes$", "")) .. " KiB" end
+  return st.name
 end
 
-local function scale(st) return st.clock and 1e-6 or 1 end
+local function scale(st) return st.clock and 1e-6 or st.bytes and 1 / 1024 or 1 end
 
 local function row(name, st)
   local k = scale(st)
@@ -21,6 +24,7 @@ end
 
 local function count(st, v)
   if st.clock then return ("%.3f ms"):format(v * 1e-6) end
+  if st.bytes then return ("%.1f KiB"):format(v / 1024) end
   return ("%.0f"):format(v)
 end
 
@@ -56,7 +60,7 @@ function M.text(st)
         if e ~= by then parts[#parts + 1] = ("%s %s"):format(e.name, count(e, w.counts[i])) end
       end
       local key = by.clock and ("%8.3f ms"):format(w.counts[by.name] * 1e-6)
-                  or ("%s %.0f"):format(by.name, w.counts[by.name])
+                  or ("%s %s"):format(by.name, count(by, w.counts[by.name]))
       out[#out + 1] = ("  frame %-6d %s  %s"):format(w.frame, key, table.concat(parts, "  "))
       local p = w.profile
       if p then

@@ -128,7 +128,10 @@ function M.collector(jp, weigh, opts)
                            stack_left = opts.stack_left,
                            names = setmetatable({}, { __mode = "k" }),
                            -- our resume/wrap closures -> label
-                           wrappers_of = setmetatable({}, { __mode = "k" }) }, Collector)
+                           wrappers_of = setmetatable({}, { __mode = "k" }),
+                           -- the weight of the samples taken in the collector ([GC]) since
+                           -- the start: not reset by c:take() (perfev.frames' gc-time)
+                           gc_weight = 0 }, Collector)
   c:reset()
   return c
 end
@@ -280,6 +283,7 @@ function Collector:record(thread, vmstate, w)
   end
   st.weight, st.samples = st.weight + w, st.samples + 1
   self.weight, self.samples, self.hooks = self.weight + w, self.samples + 1, self.hooks + 1
+  if vmstate == "G" then self.gc_weight = self.gc_weight + w end
   if self.tl then self:tl_add(st, w) end
   return st
 end
@@ -542,6 +546,7 @@ function Engine:start()
   -- the samples' periods the ring holds, summed and consumed in C (no
   -- record tables), and the records lost
   local drain = core.profiler_drain
+  self.gc_done = self:gc_weight()        -- a new collector: the weight so far kept
   self.budget = core.profiler_budget(self.ev, self.max_cost or 0)
   self.c = M.collector(timed(self.jp, self.budget), function()
     local w, _, lost = drain(ring, self.budget)
@@ -596,6 +601,13 @@ end
 function Engine:timeline_read()
   if not self.c then return M.collector({}, function() return 0 end):timeline_read() end
   return self.c:timeline_read()
+end
+
+-- e:gc_weight() -> the weight of the samples taken in the collector
+-- (vmstate G: the leaf [GC]) since the engine was made, every start's
+-- (perfev.frames' gc-time: the differences between marks)
+function Engine:gc_weight()
+  return (self.gc_done or 0) + (self.c and self.c.gc_weight or 0)
 end
 
 -- the signal jit.profile's timer uses while running (for the specs)
