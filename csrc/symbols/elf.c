@@ -1,16 +1,20 @@
-/* core.elf_symtab: the ELF symbol-table entries perfev.elf keeps, parsed
- * in one pass (a Lua loop over 24-byte entries is most of perf report's
- * symbol loading), and core.elf_finish: those entries sorted and chosen
- * as perf keeps them (in Lua, the tables of a sort by start were most of
- * what was left). perfev.elf stays the ELF reader: it finds the sections,
- * calls these with their bytes and its lists. */
+/* An ELF file's symbol-table entries as perfev.elf keeps them, parsed in
+ * C in one pass (a Lua loop over 24-byte entries, then a Lua table per
+ * symbol, were most of perf report's symbol loading):
+ *  - core.elf_symtab: the entries as a list, for e:symbols() (a function
+ *    found by name: uprobes, attach);
+ *  - core.elf_add_symbols and core.elf_add_plt: the entries and perf's
+ *    "name@plt" PLT stubs added straight into a symbol table being built
+ *    (core.symtab, symbols/symtab.c), for perf report.
+ * perfev.elf stays the ELF reader: it finds the sections and calls these
+ * with their bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "perfev.h"
+#include "symtab.h"
 
-enum { SYM_SIZE = 24, STT_NOTYPE = 0, STT_FUNC = 2, STT_GNU_IFUNC = 10, SHN_UNDEF = 0,
-       SHN_LORESERVE = 0xff00, STV_INTERNAL = 1, STV_HIDDEN = 2 };
+enum { SYM_SIZE = 24, RELA_SIZE = 24, STT_NOTYPE = 0, STT_FUNC = 2, STT_GNU_IFUNC = 10, SHN_UNDEF = 0,
+       SHN_LORESERVE = 0xff00, STV_INTERNAL = 1, STV_HIDDEN = 2, STB_GLOBAL = 1 };
 
 static uint64_t get(const unsigned char *p, int n, int be)
 {
@@ -20,180 +24,206 @@ static uint64_t get(const unsigned char *p, int n, int be)
   return v;
 }
 
+/* The name at offset off of a string table: "" past its end. */
+static const char *cstring(const char *str, size_t ns, uint64_t off, size_t *len)
+{
+  const char *z;
+  if (off >= ns) {
+    *len = 0;
+    return "";
+  }
+  z = memchr(str + off, 0, ns - off);
+  *len = z ? (size_t)(z - (str + off)) : ns - off;
+  return str + off;
+}
+
+/* One symbol table section and what decides which entries are kept. */
+struct symsrc {
+  const unsigned char *d;
+  size_t n;
+  const char *str;
+  size_t ns;
+  const unsigned char *sec;   /* one byte per section header: 0 none, 1 a section, 2 an executable one */
+  size_t nsec;
+  int be, labels;
+};
+
+struct sym {
+  uint64_t value, size;
+  unsigned bind, type;
+  const char *name;
+  size_t len;
+};
+
+/* The entry at p when it is kept: a defined function (and with labels,
+ * perf's labels: NOTYPE, visible, in an executable section) with a name
+ * and a section. */
+static int kept(const struct symsrc *src, size_t p, struct sym *out)
+{
+  const unsigned char *s = src->d + p;
+  unsigned info = s[4], type = info & 15, other = s[5];
+  uint64_t name, shndx;
+  unsigned in_sec;
+  if (type != STT_FUNC && type != STT_GNU_IFUNC && (type != STT_NOTYPE || !src->labels))
+    return 0;
+  name = get(s, 4, src->be);
+  shndx = get(s + 6, 2, src->be);
+  if (name == 0 || shndx == SHN_UNDEF)
+    return 0;
+  in_sec = shndx < SHN_LORESERVE && shndx < src->nsec ? src->sec[shndx] : 0;
+  if (type == STT_NOTYPE) {
+    unsigned vis = other & 3;
+    if (in_sec != 2 || vis == STV_INTERNAL || vis == STV_HIDDEN)
+      return 0;
+  } else if (src->labels && in_sec == 0) {
+    return 0;
+  }
+  out->value = get(s + 8, 8, src->be);
+  out->size = get(s + 16, 8, src->be);
+  out->bind = info >> 4;
+  out->type = type;
+  out->name = cstring(src->str, src->ns, name, &out->len);
+  return 1;
+}
+
+/* Arguments first..first+4: data, strings, big_endian, labels, sections. */
+static void check_src(lua_State *L, int first, struct symsrc *src)
+{
+  src->d = (const unsigned char *)luaL_checklstring(L, first, &src->n);
+  src->str = luaL_checklstring(L, first + 1, &src->ns);
+  src->be = lua_toboolean(L, first + 2);
+  src->labels = lua_toboolean(L, first + 3);
+  src->sec = (const unsigned char *)luaL_checklstring(L, first + 4, &src->nsec);
+}
+
 /* core.elf_symtab(data, strings, big_endian, labels, sections) ->
- * { { value, size, bind, name, type }, ... }: the defined functions (and
- * with labels, perf's labels: NOTYPE, visible, in an executable section)
- * with a name and a section. sections: one byte per section header
- * (index shndx + 1): 0 none, 1 a section, 2 an executable one. */
+ * { { value, size, bind, name, type }, ... }: the kept entries, in order.
+ * sections: one byte per section header (index shndx + 1): 0 none, 1 a
+ * section, 2 an executable one. */
 static int l_elf_symtab(lua_State *L)
 {
-  size_t n, ns, nsec;
-  const unsigned char *d = (const unsigned char *)luaL_checklstring(L, 1, &n);
-  const char *str = luaL_checklstring(L, 2, &ns);
-  int be = lua_toboolean(L, 3), labels = lua_toboolean(L, 4);
-  const unsigned char *sec = (const unsigned char *)luaL_checklstring(L, 5, &nsec);
-  lua_newtable(L);
+  struct symsrc src;
+  struct sym s;
   lua_Integer k = 0;
-  for (size_t p = 0; p + SYM_SIZE <= n; p += SYM_SIZE) {
-    const unsigned char *s = d + p;
-    unsigned info = s[4], type = info & 15, other = s[5];
-    if (type != STT_FUNC && type != STT_GNU_IFUNC && (type != STT_NOTYPE || !labels))
+  check_src(L, 1, &src);
+  lua_newtable(L);
+  for (size_t p = 0; p + SYM_SIZE <= src.n; p += SYM_SIZE) {
+    if (!kept(&src, p, &s))
       continue;
-    uint64_t name = get(s, 4, be), shndx = get(s + 6, 2, be);
-    if (name == 0 || shndx == SHN_UNDEF)
-      continue;
-    unsigned in_sec = shndx < SHN_LORESERVE && shndx < nsec ? sec[shndx] : 0;
-    if (type == STT_NOTYPE) {
-      unsigned vis = other & 3;
-      if (in_sec != 2 || vis == STV_INTERNAL || vis == STV_HIDDEN)
-        continue;
-    } else if (labels && in_sec == 0) {
-      continue;
-    }
     lua_createtable(L, 5, 0);
-    perfev_pushu64(L, get(s + 8, 8, be));
+    perfev_pushu64(L, s.value);
     lua_rawseti(L, -2, 1);
-    perfev_pushu64(L, get(s + 16, 8, be));
+    perfev_pushu64(L, s.size);
     lua_rawseti(L, -2, 2);
-    lua_pushinteger(L, info >> 4);
+    lua_pushinteger(L, s.bind);
     lua_rawseti(L, -2, 3);
-    if (name < ns) {
-      const char *z = memchr(str + name, 0, ns - name);
-      lua_pushlstring(L, str + name, z ? (size_t)(z - (str + name)) : ns - name);
-    } else {
-      lua_pushliteral(L, "");
-    }
+    lua_pushlstring(L, s.name, s.len);
     lua_rawseti(L, -2, 4);
-    lua_pushinteger(L, type);
+    lua_pushinteger(L, s.type);
     lua_rawseti(L, -2, 5);
     lua_rawseti(L, -2, ++k);
   }
   return 1;
 }
 
-/* ---- core.elf_finish: a symbol table as perf keeps it ---- */
-
-enum { STB_GLOBAL = 1, STB_WEAK = 2, PAGE = 4096 };
-
-struct fsym {
-  int64_t start;   /* compared as Lua 5.3+ compares its integers */
-  uint64_t size;
-  size_t idx;      /* its place in the list: equal starts keep that order */
-  lua_Integer bind;
-  const char *name;
-  size_t len;
+/* A PT_LOAD segment (the runtime file's: perf's adjust_symbols) */
+struct seg {
+  int64_t vaddr, memsz, offset;
 };
 
-static int by_start(const void *a, const void *b)
-{
-  const struct fsym *x = (const struct fsym *)a, *y = (const struct fsym *)b;
-  if (x->start != y->start)
-    return x->start < y->start ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-static size_t underscores(const struct fsym *s)
-{
-  size_t n = 0;
-  while (n < s->len && s->name[n] == '_')
-    n++;
-  return n;
-}
-
-/* perf's choose_best_symbol for two symbols at one address: a wins. */
-static int better(const struct fsym *a, const struct fsym *b)
-{
-  size_t ua, ub;
-  if ((b->size == 0) != (a->size == 0))
-    return a->size > 0;
-  if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
-    return b->bind == STB_WEAK;
-  if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
-    return a->bind == STB_GLOBAL;
-  ua = underscores(a);
-  ub = underscores(b);
-  if (ua != ub)
-    return ua < ub;
-  if (a->len != b->len)
-    return a->len > b->len;
-  return 1;
-}
-
-/* Reads entry i of the list at index 1 ({ start, size, bind, name }). */
-static void read_sym(lua_State *L, size_t i, struct fsym *s)
+static int64_t field(lua_State *L, const char *name)
 {
   uint64_t v = 0;
-  s->size = 0;
-  if (lua_rawgeti(L, 1, (lua_Integer)i + 1) != LUA_TTABLE)
-    luaL_error(L, "perfev.elf: finish: list[%d] is not a table", (int)i + 1);
-  lua_rawgeti(L, -1, 1);
+  lua_getfield(L, -1, name);
   if (!perfev_tou64(L, -1, &v))
-    luaL_error(L, "perfev.elf: finish: list[%d][1] (start) is not an integer", (int)i + 1);
-  s->start = (int64_t)v;
-  lua_rawgeti(L, -2, 2);
-  if (!perfev_tou64(L, -1, &s->size))
-    luaL_error(L, "perfev.elf: finish: list[%d][2] (size) is not an integer", (int)i + 1);
-  lua_rawgeti(L, -3, 3);
-  s->bind = lua_tointeger(L, -1);
-  lua_rawgeti(L, -4, 4);
-  s->name = lua_tolstring(L, -1, &s->len);   /* the list keeps the string */
-  if (!s->name)
-    luaL_error(L, "perfev.elf: finish: list[%d][4] (name) is not a string", (int)i + 1);
-  s->idx = i;
-  lua_pop(L, 5);
+    luaL_error(L, "perfev.elf: a segment's %s is not an integer", name);
+  lua_pop(L, 1);
+  return (int64_t)v;
 }
 
-/* core.elf_finish(list) -> { starts, ends, names, n }: the symbols of list
- * ({ { start, size, bind, name } }) sorted by start (equal starts in the
- * list's order, as perf's rb-tree), the best of each start kept, and every
- * zero-size symbol ended at the start of the next (the last one at the
- * end of its page + 4096). The list is left as it was. */
-static int l_elf_finish(lua_State *L)
+/* core.elf_add_symbols(t, data, strings, big_endian, labels, sections
+ * [, segments]) -> the entries kept: each is added to t (core.symtab,
+ * being built). segments (an executable's or a relocatable file's: a list
+ * of { vaddr, memsz, offset }): each value is moved to its file offset
+ * through the first segment that holds it (value - (vaddr - offset)), and
+ * a value no segment holds is left out (still counted). */
+static int l_elf_add_symbols(lua_State *L)
 {
-  size_t n, k = 0;
-  struct fsym *v;
-  luaL_checktype(L, 1, LUA_TTABLE);
-  n = (size_t)lua_rawlen(L, 1);
-  v = (struct fsym *)perfev_newuserdata(L, (n ? n : 1) * sizeof *v);   /* the GC frees it */
-  for (size_t i = 0; i < n; i++)
-    read_sym(L, i, &v[i]);
-  qsort(v, n, sizeof *v, by_start);
-  for (size_t i = 0; i < n; i++) {
-    if (k > 0 && v[k - 1].start == v[i].start) {
-      if (!better(&v[k - 1], &v[i]))
-        v[k - 1] = v[i];
-    } else {
-      v[k++] = v[i];
+  struct perfev_symtab *t = perfev_symtab_building(L, 1);
+  struct symsrc src;
+  struct sym s;
+  struct seg *segs = NULL;
+  size_t nseg = 0;
+  lua_Integer count = 0;
+  check_src(L, 2, &src);
+  if (!lua_isnoneornil(L, 7)) {
+    luaL_checktype(L, 7, LUA_TTABLE);
+    nseg = (size_t)lua_rawlen(L, 7);
+    segs = (struct seg *)perfev_newuserdata(L, (nseg ? nseg : 1) * sizeof *segs);   /* the GC frees it */
+    for (size_t i = 0; i < nseg; i++) {
+      if (lua_rawgeti(L, 7, (lua_Integer)i + 1) != LUA_TTABLE)
+        luaL_error(L, "perfev.elf: segments[%d] is not a table", (int)i + 1);
+      segs[i].vaddr = field(L, "vaddr");
+      segs[i].memsz = field(L, "memsz");
+      segs[i].offset = field(L, "offset");
+      lua_pop(L, 1);
     }
   }
-  lua_createtable(L, 0, 4);
-  lua_createtable(L, (int)k, 0);   /* starts */
-  lua_createtable(L, (int)k, 0);   /* ends */
-  lua_createtable(L, (int)k, 0);   /* names */
-  for (size_t i = 0; i < k; i++) {
-    uint64_t start = (uint64_t)v[i].start, end = start + v[i].size;
-    if (v[i].size == 0)
-      end = i + 1 < k ? (uint64_t)v[i + 1].start : (start + PAGE - 1) / PAGE * PAGE + PAGE;
-    perfev_pushu64(L, start);
-    lua_rawseti(L, -4, (lua_Integer)i + 1);
-    perfev_pushu64(L, end);
-    lua_rawseti(L, -3, (lua_Integer)i + 1);
-    lua_pushlstring(L, v[i].name, v[i].len);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  for (size_t p = 0; p + SYM_SIZE <= src.n; p += SYM_SIZE) {
+    int64_t start;
+    if (!kept(&src, p, &s))
+      continue;
+    count++;
+    start = (int64_t)s.value;
+    if (segs) {
+      size_t i = 0;
+      /* as Lua 5.3+ integers: start >= vaddr and start < vaddr + memsz */
+      while (i < nseg && !(start >= segs[i].vaddr &&
+                           start < (int64_t)((uint64_t)segs[i].vaddr + (uint64_t)segs[i].memsz)))
+        i++;
+      if (i == nseg)
+        continue;
+      start = (int64_t)((uint64_t)start - ((uint64_t)segs[i].vaddr - (uint64_t)segs[i].offset));
+    }
+    perfev_symtab_add(L, t, start, s.size, (int)s.bind, s.name, s.len, NULL);
   }
-  lua_setfield(L, -4, "names");
-  lua_setfield(L, -3, "ends");
-  lua_setfield(L, -2, "starts");
-  lua_pushinteger(L, (lua_Integer)k);
-  lua_setfield(L, -2, "n");
+  lua_pushinteger(L, count);
   return 1;
+}
+
+/* core.elf_add_plt(t, rela, dynsym, dynstr, big_endian, plt_offset,
+ * entsize): perf 6.1's dso__synthesize_plt_symbols: "name@plt" for each
+ * relocation of .rela.plt (rela), in its order, one PLT entry (entsize
+ * bytes) each after the PLT's header (plt_offset: the .plt section's file
+ * offset), global; the name is the dynamic symbol's the relocation
+ * names ("" when out of range). */
+static int l_elf_add_plt(lua_State *L)
+{
+  struct perfev_symtab *t = perfev_symtab_building(L, 1);
+  size_t nr, nsym, ns, len;
+  const unsigned char *rela = (const unsigned char *)luaL_checklstring(L, 2, &nr);
+  const unsigned char *syms = (const unsigned char *)luaL_checklstring(L, 3, &nsym);
+  const char *str = luaL_checklstring(L, 4, &ns);
+  int be = lua_toboolean(L, 5);
+  uint64_t offset = perfev_checku64(L, 6), size = perfev_checku64(L, 7);
+  for (size_t p = 0; p + RELA_SIZE <= nr; p += RELA_SIZE) {
+    uint64_t symidx = get(rela + p + 8, 8, be) >> 32;
+    const char *name = "";
+    len = 0;
+    if (symidx < nsym / SYM_SIZE)
+      name = cstring(str, ns, get(syms + symidx * SYM_SIZE, 4, be), &len);
+    offset += size;
+    perfev_symtab_add(L, t, (int64_t)offset, size, STB_GLOBAL, name, len, "@plt");
+  }
+  return 0;
 }
 
 int perfev_elfsym_open_lib(lua_State *L)
 {
-  lua_pushcfunction(L, l_elf_symtab);
-  lua_setfield(L, -2, "elf_symtab");
-  lua_pushcfunction(L, l_elf_finish);
-  lua_setfield(L, -2, "elf_finish");
+  static const luaL_Reg fns[] = {
+    { "elf_symtab", l_elf_symtab }, { "elf_add_symbols", l_elf_add_symbols }, { "elf_add_plt", l_elf_add_plt },
+    { NULL, NULL }
+  };
+  luaL_setfuncs(L, fns, 0);
   return 0;
 }
