@@ -5,12 +5,22 @@
  *    found by name: uprobes, attach);
  *  - core.elf_add_symbols and core.elf_add_plt: the entries and perf's
  *    "name@plt" PLT stubs added straight into a symbol table being built
- *    (core.symtab, symbols/symtab.c), for perf report.
+ *    (core.symtab, symbols/symtab.c), for perf report. These map the
+ *    sections they read (MAP_POPULATE: the page cache's pages in one
+ *    call) and the table keeps the mappings: the names stay in the
+ *    file's string table. Reading them into Lua strings cost more than
+ *    the parse (page faults of fresh buffers, ~15 us each on a VM).
  * perfev.elf stays the ELF reader: it finds the sections and calls these
  * with their bytes. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "symtab.h"
 
 enum { SYM_SIZE = 24, RELA_SIZE = 24, STT_NOTYPE = 0, STT_FUNC = 2, STT_GNU_IFUNC = 10, SHN_UNDEF = 0,
@@ -37,6 +47,58 @@ static const char *cstring(const char *str, size_t ns, uint64_t off, size_t *len
   return str + off;
 }
 
+/* The file whose sections are mapped: fd, path, size. */
+struct file {
+  int fd;
+  const char *path;
+  uint64_t size;
+};
+
+/* Opens path (arg) for map(); raises with the message read_at gives. */
+static void open_file(lua_State *L, int arg, struct file *f)
+{
+  struct stat st;
+  f->path = luaL_checkstring(L, arg);
+  f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0)
+    luaL_error(L, "cannot open %s: %s", f->path, strerror(errno));
+  if (fstat(f->fd, &st) != 0) {
+    int err = errno;
+    close(f->fd);
+    luaL_error(L, "cannot read %s: %s", f->path, strerror(err));
+  }
+  f->size = (uint64_t)st.st_size;
+}
+
+/* Bytes [off, off + len) of f, mapped read-only and given to t (which
+ * unmaps them at its __gc); *out their start ("" for none). Closes f and
+ * raises when the file is shorter (a truncated ELF file) or mmap fails. */
+static void map(lua_State *L, struct perfev_symtab *t, struct file *f, uint64_t off, uint64_t len,
+                const unsigned char **out)
+{
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), base = off / page * page;
+  void *m;
+  if (len == 0) {
+    *out = (const unsigned char *)"";
+    return;
+  }
+  if (off > f->size || len > f->size - off) {
+    char what[80];
+    snprintf(what, sizeof what, "wanted %llu bytes at offset %llu", (unsigned long long)len,
+             (unsigned long long)off);
+    close(f->fd);
+    luaL_error(L, "%s: truncated ELF file (%s)", f->path, what);
+  }
+  m = mmap(NULL, (size_t)(off + len - base), PROT_READ, MAP_PRIVATE | MAP_POPULATE, f->fd, (off_t)base);
+  if (m == MAP_FAILED) {
+    int err = errno;
+    close(f->fd);
+    luaL_error(L, "cannot map %s: %s", f->path, strerror(err));
+  }
+  *out = (const unsigned char *)m + (off - base);
+  perfev_symtab_own(L, t, m, (size_t)(off + len - base));   /* (f stays open if this raises: never, 8 maps) */
+}
+
 /* One symbol table section and what decides which entries are kept. */
 struct symsrc {
   const unsigned char *d;
@@ -49,10 +111,8 @@ struct symsrc {
 };
 
 struct sym {
-  uint64_t value, size;
+  uint64_t value, size, name;   /* name: its offset in the string table */
   unsigned bind, type;
-  const char *name;
-  size_t len;
 };
 
 /* The entry at p when it is kept: a defined function (and with labels,
@@ -82,7 +142,7 @@ static int kept(const struct symsrc *src, size_t p, struct sym *out)
   out->size = get(s + 16, 8, src->be);
   out->bind = info >> 4;
   out->type = type;
-  out->name = cstring(src->str, src->ns, name, &out->len);
+  out->name = name;
   return 1;
 }
 
@@ -117,7 +177,11 @@ static int l_elf_symtab(lua_State *L)
     lua_rawseti(L, -2, 2);
     lua_pushinteger(L, s.bind);
     lua_rawseti(L, -2, 3);
-    lua_pushlstring(L, s.name, s.len);
+    {
+      size_t len;
+      const char *name = cstring(src.str, src.ns, s.name, &len);
+      lua_pushlstring(L, name, len);
+    }
     lua_rawseti(L, -2, 4);
     lua_pushinteger(L, s.type);
     lua_rawseti(L, -2, 5);
@@ -141,27 +205,35 @@ static int64_t field(lua_State *L, const char *name)
   return (int64_t)v;
 }
 
-/* core.elf_add_symbols(t, data, strings, big_endian, labels, sections
- * [, segments]) -> the entries kept: each is added to t (core.symtab,
- * being built). segments (an executable's or a relocatable file's: a list
- * of { vaddr, memsz, offset }): each value is moved to its file offset
- * through the first segment that holds it (value - (vaddr - offset)), and
- * a value no segment holds is left out (still counted). */
+/* core.elf_add_symbols(t, path, sym_offset, sym_size, str_offset,
+ * str_size, big_endian, labels, sections [, segments]) -> the entries
+ * kept: those of the symbol table at sym_offset of path (its string
+ * table at str_offset) are added to t (core.symtab, being built), named
+ * in the mapped string table. segments (an executable's or a relocatable
+ * file's: a list of { vaddr, memsz, offset }): each value is moved to its
+ * file offset through the first segment that holds it (value - (vaddr -
+ * offset)), and a value no segment holds is left out (still counted). */
 static int l_elf_add_symbols(lua_State *L)
 {
   struct perfev_symtab *t = perfev_symtab_building(L, 1);
   struct symsrc src;
   struct sym s;
   struct seg *segs = NULL;
+  struct file f;
+  const unsigned char *d, *str;
+  uint64_t symoff = perfev_checku64(L, 3), symsize = perfev_checku64(L, 4);
+  uint64_t stroff = perfev_checku64(L, 5), strsize = perfev_checku64(L, 6);
   size_t nseg = 0;
   lua_Integer count = 0;
-  check_src(L, 2, &src);
-  if (!lua_isnoneornil(L, 7)) {
-    luaL_checktype(L, 7, LUA_TTABLE);
-    nseg = (size_t)lua_rawlen(L, 7);
+  src.be = lua_toboolean(L, 7);
+  src.labels = lua_toboolean(L, 8);
+  src.sec = (const unsigned char *)luaL_checklstring(L, 9, &src.nsec);
+  if (!lua_isnoneornil(L, 10)) {
+    luaL_checktype(L, 10, LUA_TTABLE);
+    nseg = (size_t)lua_rawlen(L, 10);
     segs = (struct seg *)perfev_newuserdata(L, (nseg ? nseg : 1) * sizeof *segs);   /* the GC frees it */
     for (size_t i = 0; i < nseg; i++) {
-      if (lua_rawgeti(L, 7, (lua_Integer)i + 1) != LUA_TTABLE)
+      if (lua_rawgeti(L, 10, (lua_Integer)i + 1) != LUA_TTABLE)
         luaL_error(L, "perfev.elf: segments[%d] is not a table", (int)i + 1);
       segs[i].vaddr = field(L, "vaddr");
       segs[i].memsz = field(L, "memsz");
@@ -169,6 +241,15 @@ static int l_elf_add_symbols(lua_State *L)
       lua_pop(L, 1);
     }
   }
+  open_file(L, 2, &f);
+  map(L, t, &f, symoff, symsize, &d);
+  map(L, t, &f, stroff, strsize, &str);
+  close(f.fd);   /* the mappings stay */
+  src.d = d;
+  src.n = (size_t)symsize;
+  src.str = (const char *)str;
+  src.ns = (size_t)strsize;
+  perfev_symtab_strings(L, t, src.str, src.ns);
   for (size_t p = 0; p + SYM_SIZE <= src.n; p += SYM_SIZE) {
     int64_t start;
     if (!kept(&src, p, &s))
@@ -185,33 +266,41 @@ static int l_elf_add_symbols(lua_State *L)
         continue;
       start = (int64_t)((uint64_t)start - ((uint64_t)segs[i].vaddr - (uint64_t)segs[i].offset));
     }
-    perfev_symtab_add(L, t, start, s.size, (int)s.bind, s.name, s.len, NULL);
+    perfev_symtab_add_named(L, t, start, s.size, (int)s.bind, (size_t)s.name);
   }
   lua_pushinteger(L, count);
   return 1;
 }
 
-/* core.elf_add_plt(t, rela, dynsym, dynstr, big_endian, plt_offset,
+/* core.elf_add_plt(t, path, rela_offset, rela_size, dynsym_offset,
+ * dynsym_size, dynstr_offset, dynstr_size, big_endian, plt_offset,
  * entsize): perf 6.1's dso__synthesize_plt_symbols: "name@plt" for each
- * relocation of .rela.plt (rela), in its order, one PLT entry (entsize
- * bytes) each after the PLT's header (plt_offset: the .plt section's file
- * offset), global; the name is the dynamic symbol's the relocation
- * names ("" when out of range). */
+ * relocation of .rela.plt, in its order, one PLT entry (entsize bytes)
+ * each after the PLT's header (plt_offset: the .plt section's file
+ * offset), global; the name is the dynamic symbol's the relocation names
+ * ("" when out of range). */
 static int l_elf_add_plt(lua_State *L)
 {
   struct perfev_symtab *t = perfev_symtab_building(L, 1);
-  size_t nr, nsym, ns, len;
-  const unsigned char *rela = (const unsigned char *)luaL_checklstring(L, 2, &nr);
-  const unsigned char *syms = (const unsigned char *)luaL_checklstring(L, 3, &nsym);
-  const char *str = luaL_checklstring(L, 4, &ns);
-  int be = lua_toboolean(L, 5);
-  uint64_t offset = perfev_checku64(L, 6), size = perfev_checku64(L, 7);
-  for (size_t p = 0; p + RELA_SIZE <= nr; p += RELA_SIZE) {
+  struct file f;
+  const unsigned char *rela, *syms, *str;
+  uint64_t roff = perfev_checku64(L, 3), nr = perfev_checku64(L, 4);
+  uint64_t soff = perfev_checku64(L, 5), nsym = perfev_checku64(L, 6);
+  uint64_t stroff = perfev_checku64(L, 7), ns = perfev_checku64(L, 8);
+  int be = lua_toboolean(L, 9);
+  uint64_t offset = perfev_checku64(L, 10), size = perfev_checku64(L, 11);
+  size_t len;
+  open_file(L, 2, &f);
+  map(L, t, &f, roff, nr, &rela);
+  map(L, t, &f, soff, nsym, &syms);
+  map(L, t, &f, stroff, ns, &str);
+  close(f.fd);
+  for (uint64_t p = 0; p + RELA_SIZE <= nr; p += RELA_SIZE) {
     uint64_t symidx = get(rela + p + 8, 8, be) >> 32;
     const char *name = "";
     len = 0;
     if (symidx < nsym / SYM_SIZE)
-      name = cstring(str, ns, get(syms + symidx * SYM_SIZE, 4, be), &len);
+      name = cstring((const char *)str, (size_t)ns, get(syms + symidx * SYM_SIZE, 4, be), &len);
     offset += size;
     perfev_symtab_add(L, t, (int64_t)offset, size, STB_GLOBAL, name, len, "@plt");
   }

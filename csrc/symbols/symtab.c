@@ -5,25 +5,32 @@
  * keeps perf's best symbol of each start (choose_best_symbol) and ends
  * every zero-size symbol at the next start, the last a page past the end
  * of its own (symbols__fixup_end). t:find(v) is a binary search. The
- * names are kept in one buffer: no Lua string nor table per symbol (those
- * were most of perf report's symbol loading on a file of many binaries).
+ * names stay where they are, in the ELF file's string table mapped
+ * (perfev_symtab_strings), or are copied into one buffer (t:add, PLT
+ * stubs): no Lua string nor table per symbol (those, and the sections
+ * read into Lua strings, were most of perf report's symbol loading on a
+ * file of many binaries).
  *
  * Starts are compared as Lua 5.3+ compares its integers (signed 64-bit);
  * they are given back by perfev's rule for 64-bit values (perfev_pushu64). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "symtab.h"
 
 #define SYMTAB_MT "perfev.symtab"
+#define SYMTAB_MAPS 8
 
 enum { STB_GLOBAL = 1, STB_WEAK = 2, PAGE = 4096 };
 
 struct ent {
   int64_t start;
   uint64_t stop;     /* the size until finished, then where it ends */
-  uint32_t name, len;   /* the name: len bytes at blob + name */
+  uint32_t name, len;   /* the name: len bytes at name in blob, or in strings (ext; len
+                         * NOLEN until it is needed: most names are never printed) */
   uint32_t idx;      /* the order it was added in: equal starts keep it */
-  int32_t bind;
+  int16_t bind;
+  uint16_t ext;      /* named in strings */
 };
 
 struct perfev_symtab {
@@ -31,8 +38,29 @@ struct perfev_symtab {
   size_t n, cap;
   char *blob;
   size_t blen, bcap;
+  const char *strings;   /* an ELF string table, within one of maps */
+  size_t nstrings;
+  struct { void *p; size_t len; } maps[SYMTAB_MAPS];   /* munmap'd at __gc */
+  int nmaps;
   int finished;
 };
+
+#define NOLEN UINT32_MAX
+
+static const char *name_of(const struct perfev_symtab *t, const struct ent *x)
+{
+  return (x->ext ? t->strings : t->blob) + x->name;
+}
+
+/* The name's length (up to its NUL, or the string table's end). */
+static size_t len_of(const struct perfev_symtab *t, struct ent *x)
+{
+  if (x->len == NOLEN) {
+    const char *z = (const char *)memchr(t->strings + x->name, 0, t->nstrings - x->name);
+    x->len = (uint32_t)(z ? (size_t)(z - (t->strings + x->name)) : t->nstrings - x->name);
+  }
+  return x->len;
+}
 
 static struct perfev_symtab *self(lua_State *L)
 {
@@ -46,8 +74,12 @@ static int l_gc(lua_State *L)
     return 0;
   free(t->e);
   free(t->blob);
+  for (int i = 0; i < t->nmaps; i++)
+    munmap(t->maps[i].p, t->maps[i].len);   /* cannot fail on a mapping we made */
+  t->nmaps = 0;
   t->e = NULL;
   t->blob = NULL;
+  t->strings = NULL;
   t->n = t->cap = t->blen = t->bcap = 0;
   return 0;
 }
@@ -69,28 +101,71 @@ static void *grow(lua_State *L, void *p, size_t *cap, size_t need, size_t sz)
   return np;
 }
 
+static struct ent *new_ent(lua_State *L, struct perfev_symtab *t, int64_t start, uint64_t size, int bind)
+{
+  struct ent *x;
+  if (t->n >= UINT32_MAX)
+    luaL_error(L, "perfev.symtab: too many symbols");
+  t->e = (struct ent *)grow(L, t->e, &t->cap, t->n + 1, sizeof *t->e);
+  x = &t->e[t->n];
+  x->start = start;
+  x->stop = size;
+  x->idx = (uint32_t)t->n;
+  x->bind = (int16_t)bind;
+  x->ext = 0;
+  t->n++;
+  return x;
+}
+
+void perfev_symtab_own(lua_State *L, struct perfev_symtab *t, void *map, size_t len)
+{
+  if (t->nmaps == SYMTAB_MAPS) {
+    munmap(map, len);
+    luaL_error(L, "perfev.symtab: too many mappings");
+  }
+  t->maps[t->nmaps].p = map;
+  t->maps[t->nmaps].len = len;
+  t->nmaps++;
+}
+
+void perfev_symtab_strings(lua_State *L, struct perfev_symtab *t, const char *strings, size_t len)
+{
+  if (t->strings || len > UINT32_MAX)
+    luaL_error(L, "perfev.symtab: %s", t->strings ? "a table has one string table" : "string table too large");
+  t->strings = strings;
+  t->nstrings = len;
+}
+
+void perfev_symtab_add_named(lua_State *L, struct perfev_symtab *t, int64_t start, uint64_t size, int bind,
+                             size_t off)
+{
+  struct ent *x;
+  if (off >= t->nstrings) {   /* past the table: "" */
+    perfev_symtab_add(L, t, start, size, bind, "", 0, NULL);
+    return;
+  }
+  x = new_ent(L, t, start, size, bind);
+  x->ext = 1;
+  x->name = (uint32_t)off;   /* off < nstrings <= UINT32_MAX */
+  x->len = NOLEN;
+}
+
 void perfev_symtab_add(lua_State *L, struct perfev_symtab *t, int64_t start, uint64_t size, int bind,
                        const char *name, size_t len, const char *suffix)
 {
   size_t slen = suffix ? strlen(suffix) : 0;
   struct ent *x;
-  if (t->blen + len + slen + 1 > UINT32_MAX || t->n >= UINT32_MAX)
+  if (t->blen + len + slen + 1 > UINT32_MAX)
     luaL_error(L, "perfev.symtab: too many symbols");
-  t->e = (struct ent *)grow(L, t->e, &t->cap, t->n + 1, sizeof *t->e);
   t->blob = (char *)grow(L, t->blob, &t->bcap, t->blen + len + slen + 1, 1);
-  x = &t->e[t->n];
-  x->start = start;
-  x->stop = size;
+  x = new_ent(L, t, start, size, bind);
   x->name = (uint32_t)t->blen;
   x->len = (uint32_t)(len + slen);
-  x->idx = (uint32_t)t->n;
-  x->bind = bind;
   memcpy(t->blob + t->blen, name, len);
   if (slen)
     memcpy(t->blob + t->blen + len, suffix, slen);
   t->blob[t->blen + len + slen] = '\0';
   t->blen += len + slen + 1;
-  t->n++;
 }
 
 static struct perfev_symtab *building(lua_State *L, struct perfev_symtab *t)
@@ -118,24 +193,60 @@ static int l_add(lua_State *L)
   return 1;
 }
 
-static int by_start(const void *a, const void *b)
+/* Sorts t's entries by start, equal starts in the order they were added:
+ * a stable LSD radix sort on the start's bytes (as signed: the top bit
+ * flipped), skipping the bytes every start shares (the high ones of a
+ * file's addresses). qsort's merge sort, calling a comparison per step,
+ * was a third of the loading of a 27k-symbol table. */
+static void sort_by_start(lua_State *L, struct perfev_symtab *t)
 {
-  const struct ent *x = (const struct ent *)a, *y = (const struct ent *)b;
-  if (x->start != y->start)
-    return x->start < y->start ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
+  size_t n = t->n, count[256];
+  struct ent *src = t->e, *dst;
+  if (n < 2)
+    return;
+  dst = (struct ent *)malloc(n * sizeof *dst);
+  if (!dst)
+    luaL_error(L, "perfev.symtab: out of memory (%d entries)", (int)n);
+  for (int shift = 0; shift < 64; shift += 8) {
+    size_t sum = 0;
+    int skip = 0;
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++)
+      count[(((uint64_t)src[i].start ^ UINT64_C(0x8000000000000000)) >> shift) & 0xff]++;
+    for (int b = 0; b < 256; b++) {
+      size_t c = count[b];
+      if (c == n)
+        skip = 1;
+      count[b] = sum;
+      sum += c;
+    }
+    if (skip)
+      continue;
+    for (size_t i = 0; i < n; i++)
+      dst[count[(((uint64_t)src[i].start ^ UINT64_C(0x8000000000000000)) >> shift) & 0xff]++] = src[i];
+    {
+      struct ent *x = src;
+      src = dst;
+      dst = x;
+    }
+  }
+  /* src: the sorted entries; dst: the other buffer */
+  free(dst);
+  t->e = src;
+  t->cap = n;
 }
 
-static size_t underscores(const struct perfev_symtab *t, const struct ent *s)
+static size_t underscores(const struct perfev_symtab *t, struct ent *s)
 {
-  size_t n = 0;
-  while (n < s->len && t->blob[s->name + n] == '_')
+  const char *name = name_of(t, s);
+  size_t n = 0, len = len_of(t, s);
+  while (n < len && name[n] == '_')
     n++;
   return n;
 }
 
 /* perf's choose_best_symbol for two symbols at one address: a wins. */
-static int better(const struct perfev_symtab *t, const struct ent *a, const struct ent *b)
+static int better(const struct perfev_symtab *t, struct ent *a, struct ent *b)
 {
   size_t ua, ub;
   if ((b->stop == 0) != (a->stop == 0))   /* sizes: not finished yet */
@@ -148,8 +259,8 @@ static int better(const struct perfev_symtab *t, const struct ent *a, const stru
   ub = underscores(t, b);
   if (ua != ub)
     return ua < ub;
-  if (a->len != b->len)
-    return a->len > b->len;
+  if (len_of(t, a) != len_of(t, b))
+    return len_of(t, a) > len_of(t, b);
   return 1;
 }
 
@@ -159,8 +270,8 @@ static int l_finish(lua_State *L)
   struct perfev_symtab *t = building(L, self(L));
   size_t k = 0, n = t->n;
   struct ent *v = t->e;
-  if (n > 1)
-    qsort(v, n, sizeof *v, by_start);
+  sort_by_start(L, t);
+  v = t->e;
   for (size_t i = 0; i < n; i++) {
     if (k > 0 && v[k - 1].start == v[i].start) {
       if (!better(t, &v[k - 1], &v[i]))
@@ -191,7 +302,7 @@ static struct perfev_symtab *finished(lua_State *L)
 }
 
 /* The entry of argument 2 (an index from 1). */
-static const struct ent *at(lua_State *L, const struct perfev_symtab *t)
+static struct ent *at(lua_State *L, const struct perfev_symtab *t)
 {
   lua_Integer i = luaL_checkinteger(L, 2);
   luaL_argcheck(L, i >= 1 && (size_t)i <= t->n, 2, "no such symbol");
@@ -225,8 +336,8 @@ static int l_find(lua_State *L)
 static int l_name(lua_State *L)
 {
   const struct perfev_symtab *t = finished(L);
-  const struct ent *x = at(L, t);
-  lua_pushlstring(L, t->blob + x->name, x->len);
+  struct ent *x = at(L, t);
+  lua_pushlstring(L, name_of(t, x), len_of(t, x));
   return 1;
 }
 
@@ -251,7 +362,7 @@ static int l_index(lua_State *L)
   size_t len;
   const char *name = luaL_checklstring(L, 2, &len);
   for (size_t i = 0; i < t->n; i++) {
-    if (t->e[i].len == len && memcmp(t->blob + t->e[i].name, name, len) == 0) {
+    if (len_of(t, &t->e[i]) == len && memcmp(name_of(t, &t->e[i]), name, len) == 0) {
       lua_pushinteger(L, (lua_Integer)i + 1);
       return 1;
     }

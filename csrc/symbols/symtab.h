@@ -20,4 +20,14 @@ struct perfev_symtab *perfev_symtab_building(lua_State *L, int idx);
 void perfev_symtab_add(lua_State *L, struct perfev_symtab *t, int64_t start, uint64_t size, int bind,
                        const char *name, size_t len, const char *suffix);
 
+/* Gives t a mapping (mmap'd: len bytes at map) to unmap at its __gc
+ * (unmapped at once, and raises, when t holds too many). */
+void perfev_symtab_own(lua_State *L, struct perfev_symtab *t, void *map, size_t len);
+/* The string table t's ELF entries are named in (len bytes at strings,
+ * within a mapping t owns); raises when t has one already. */
+void perfev_symtab_strings(lua_State *L, struct perfev_symtab *t, const char *strings, size_t len);
+/* Adds one entry named by the string at off of that string table. */
+void perfev_symtab_add_named(lua_State *L, struct perfev_symtab *t, int64_t start, uint64_t size, int bind,
+                             size_t off);
+
 #endif

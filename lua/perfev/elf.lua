@@ -226,23 +226,24 @@ local function section_kinds(e)
   return e.kinds
 end
 
--- The bytes of symbol table sec and of its string table, or nil when the
--- table cannot be one (no string table, another entry size). Raises on a
--- truncated file.
-local function table_bytes(e, f, sec)
+-- The string table of symbol table sec, or nil when sec cannot be one (no
+-- string table, another entry size).
+local function strings_of(e, sec)
   local strsec = e.sections[sec.link + 1]
   if not strsec or strsec.type ~= SHT_STRTAB or (sec.entsize ~= SYM_SIZE and sec.entsize ~= 0) then
     return nil
   end
-  return must(read_at(f, e.path, sec.offset, sec.size)), must(read_at(f, e.path, strsec.offset, strsec.size))
+  return strsec
 end
 
 -- Reads one symbol table section: { { value, size, bind, name, type } } of
 -- its defined functions; with labels, also perf's labels (NOTYPE, visible,
 -- in an executable section: elf_sym__is_label).
 local function read_table(e, f, sec, labels)
-  local data, strings = table_bytes(e, f, sec)
-  if not data then return {} end
+  local strsec = strings_of(e, sec)
+  if not strsec then return {} end
+  local data, strings = must(read_at(f, e.path, sec.offset, sec.size)),
+                        must(read_at(f, e.path, strsec.offset, strsec.size))
   return core.elf_symtab(data, strings, e.be, labels, section_kinds(e))
 end
 
@@ -422,7 +423,7 @@ end
 -- each relocation of .rela.plt, in its order, one .plt entry (sh_entsize
 -- bytes) each after the PLT's header, at file offsets (core.elf_add_plt).
 -- (Later perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
-local function add_plt(t, e, f)
+local function add_plt(t, e)
   local plt, rel = e:section(".plt"), e:section(".rela.plt")
   -- a separate debug file (-dbg packages) keeps these headers as NOBITS,
   -- with no bytes: perf finds no relocations there (sh_type), nor here
@@ -433,11 +434,9 @@ local function add_plt(t, e, f)
   local dynsym = e.sections[rel.link + 1]
   local strsec = dynsym and dynsym.type == SHT_DYNSYM and e.sections[dynsym.link + 1]
   if not strsec or strsec.type ~= SHT_STRTAB then return end
-  local data = read_at(f, e.path, rel.offset, rel.size)
-  local syms = read_at(f, e.path, dynsym.offset, dynsym.size)
-  local strings = read_at(f, e.path, strsec.offset, strsec.size)
-  if not data or not syms or not strings then return end
-  core.elf_add_plt(t, data, syms, strings, e.be, plt.offset, plt.entsize)
+  -- a section past the end of the file: no stubs, as when read_at failed
+  pcall(core.elf_add_plt, t, e.path, rel.offset, rel.size, dynsym.offset, dynsym.size, strsec.offset, strsec.size,
+        e.be, plt.offset, plt.entsize)
 end
 
 -- inspect(path) -> { path, type, build_id, symtab, dynsym, segments } | nil,
@@ -475,11 +474,12 @@ function M.symbols(path, which, runtime, plt_from)
   for _, s in ipairs(e.sections) do
     if s.type == want then
       local n
-      ok, n = pcall(function()
-        local data, strings = table_bytes(e, f, s)
-        if not data then return 0 end
-        return core.elf_add_symbols(t, data, strings, e.be, true, section_kinds(e), segs)
-      end)
+      local strsec = strings_of(e, s)
+      ok, n = true, 0
+      if strsec then
+        ok, n = pcall(core.elf_add_symbols, t, path, s.offset, s.size, strsec.offset, strsec.size, e.be, true,
+                      section_kinds(e), segs)
+      end
       if not ok then err = n end
       any = ok and (n > 0 or defines_objects(e, f, s))
       break
@@ -493,8 +493,8 @@ function M.symbols(path, which, runtime, plt_from)
   if plt_from and any then
     local pe, pf = open_file(plt_from, "symbols")
     if pe then
-      add_plt(t, pe, pf)
       pf:close()
+      add_plt(t, pe)
     end
   end
   return t:finish()
