@@ -1,17 +1,15 @@
-/* An ELF file's symbol-table entries as perfev.elf keeps them, parsed in
- * C in one pass (a Lua loop over 24-byte entries, then a Lua table per
- * symbol, were most of perf report's symbol loading):
- *  - core.elf_symtab: the entries as a list, for e:symbols() (a function
- *    found by name: uprobes, attach);
- *  - core.elf_add_symbols and core.elf_add_plt: the entries and perf's
- *    "name@plt" PLT stubs added straight into a symbol table being built
- *    (core.symtab, symbols/symtab.c), for perf report. These map the
- *    sections they read (MAP_POPULATE: the page cache's pages in one
- *    call) and the table keeps the mappings: the names stay in the
- *    file's string table. Reading them into Lua strings cost more than
- *    the parse (page faults of fresh buffers, ~15 us each on a VM).
- * perfev.elf stays the ELF reader: it finds the sections and calls these
- * with their bytes. */
+/* core.elf_symtab, core.elf_add_symbols and core.elf_add_plt: an ELF
+ * file's symbol-table entries as perfev.elf keeps them (and perf's
+ * "name@plt" PLT stubs), parsed in C in one pass, as a list (e:symbols():
+ * a function found by name, for uprobes and attach) or straight into a
+ * core.symtab being built (perf report's tables, symbols/symtab.c). A Lua
+ * loop over 24-byte entries, then a Lua table per symbol, were most of
+ * perf report's symbol loading. elf_add_* map the sections they read
+ * (MAP_POPULATE: the page cache's pages in one call) and the table keeps
+ * the mappings: the names stay in the file's string table (reading them
+ * into Lua strings cost more than the parse: page faults of fresh
+ * buffers, ~15 us each on a VM). perfev.elf stays the ELF reader: it
+ * finds the sections and calls these with their places or bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>

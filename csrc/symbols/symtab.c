@@ -1,4 +1,5 @@
-/* core.symtab(): a symbol table as perf report keeps one, in C. Entries
+/* core.symtab(): a symbol table as perf report keeps one, in C, looked
+ * up by address with a binary search, without a Lua value per symbol. Entries
  * ({ start, size, bind, name }) are added in their file's order (t:add,
  * or an ELF file's whole table and PLT by symbols/elf.c), then t:finish()
  * sorts them by start (equal starts in their order, as perf's rb-tree),
