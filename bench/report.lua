@@ -22,6 +22,8 @@
 --    and `ls` (a handful of samples: start-up and symbol loading).
 --   make bench     (needs the perf tool; skipped without it)
 --   PERFEV_BENCH_BASE=DIR: DIR/lua's perfev timed beside (before/after)
+--   (with this build's core: a checkout from before core.symtab finishes
+--   its ELF tables in its Lua fallback, this core having no elf_finish)
 local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 3
