@@ -35,7 +35,9 @@ end
 
 -- A synthetic ELF64 shared object: one PT_LOAD mapping file offset 0x1000
 -- at vaddr 0x401000, and a .symtab with three functions and an object.
-local function synthetic(order)
+-- str_off: the .strtab's offset in its section header (one past the end
+-- of the file: a truncated file).
+local function synthetic(order, str_off)
   local p = function(fmt, ...) return compat.pack(order .. fmt, ...) end
   local strtab = "\0alpha\0beta\0gamma\0datum\0"
   local shstr = "\0.symtab\0.strtab\0.shstrtab\0"
@@ -53,7 +55,8 @@ local function synthetic(order)
   local function shdr(name, type, off, size, link, entsize)
     return p("I4I4I8I8I8I8I4I4I8I8", name, type, 0, 0, off, size, link, 0, 8, entsize)
   end
-  local shdrs = shdr(0, 0, 0, 0, 0, 0) .. shdr(1, 2, sym_at, #syms, 2, 24) .. shdr(9, 3, str_at, #strtab, 0, 0)
+  local shdrs = shdr(0, 0, 0, 0, 0, 0) .. shdr(1, 2, sym_at, #syms, 2, 24)
+                .. shdr(9, 3, str_off or str_at, #strtab, 0, 0)
                 .. shdr(17, 3, shstr_at, #shstr, 0, 0)
   local img = ehdr .. phdr .. syms .. strtab .. shstr
   return img .. ("\0"):rep(sh_at - #img) .. shdrs
@@ -215,6 +218,19 @@ describe("perfev.elf", function()
       local off, oerr = e:offset(0x500000)
       assert.is_nil(off)
       assert.matches("address 0x500000 is in no PT_LOAD segment", oerr, 1, true)
+      -- perf report's table (the sections mapped in C): the functions,
+      -- sorted, each ending at its size; the object left out
+      local t = assert(elf.symbols(path, ".symtab"))
+      assert.equal(3, #t)
+      assert.same({ "alpha", 0x401100, 0x401120 }, { t:name(1), t:start(1), t:stop(1) })
+      assert.same({ "beta", "gamma" }, { t:name(2), t:name(3) })
+      assert.same({ 1, 2, 3 }, { t:find(0x40111f), t:find(0x401200), t:find(0x401307) })
+      assert.is_nil(t:find(0x401308))
+      -- a string table past the end of the file: refused, saying so
+      local bad = write(dir .. "/trunc" .. (order == "<" and "le" or "be"), synthetic(order, 0x100000))
+      local no_t, terr = elf.symbols(bad, ".symtab")
+      assert.is_nil(no_t)
+      assert.matches("trunc%a+: truncated ELF file %(wanted 24 bytes at offset 1048576%)", terr)
     end
   end)
 
