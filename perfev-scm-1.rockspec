@@ -77,6 +77,7 @@ build = {
             "csrc/sigsave.c",
             "csrc/symbols/elf.c",
             "csrc/symbols/kallsyms.c",
+            "csrc/symbols/symtab.c",
             "csrc/util.c",
          },
          defines = { "_GNU_SOURCE" },

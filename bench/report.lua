@@ -10,6 +10,10 @@
 --    perf's default view (rows and call graphs) and with `-g none` (rows),
 --    each against perfev's same view. Without root, a Lua loop sampled
 --    every 10 us (no callchains).
+--  * as root, a busy machine: `perf record -a` without callchains while
+--    short processes of many binaries run (the C compiler, python3, Lua,
+--    coreutils: what builds and test runs give), 100k+ samples: every
+--    binary's symbol table is loaded, and each distinct address is a row.
 --  * small -g files of one program, as a user records one (perf record
 --    -F 999 -g -- PROGRAM): an interpreter without frame pointers (Debian's
 --    lua5.4: every chain 127 garbage addresses, tens of thousands of
@@ -18,6 +22,8 @@
 --    and `ls` (a handful of samples: start-up and symbol loading).
 --   make bench     (needs the perf tool; skipped without it)
 --   PERFEV_BENCH_BASE=DIR: DIR/lua's perfev timed beside (before/after)
+--   (with this build's core: a checkout from before core.symtab finishes
+--   its ELF tables in its Lua fallback, this core having no elf_finish)
 local B = require "bench.support"
 
 local ROUNDS = tonumber(os.getenv("PERFEV_BENCH_ROUNDS")) or 3
@@ -108,7 +114,31 @@ bench("cpu-clock, no callchains", flat, nflat, {
   { "perf report --stdio", ("perf report --stdio -i %s"):format(q(flat)) },
   perfev_run("perfev report", 1, flat),
 })
+-- a machine at work for secs: short processes of many binaries, in a loop
+local function busy_work(secs)
+  local src = dir .. "/busy.c"
+  local f = assert(io.open(src, "w"))
+  f:write("#include <stdio.h>\nint main(void) { for (int i = 0; i < 1000; i++) printf(\"%d\\n\", i); return 0; }\n")
+  f:close()
+  local cmds = {}
+  if B.have("cc") then cmds[#cmds + 1] = ("cc -O2 -o %s %s"):format(q(dir .. "/busy"), q(src)) end
+  if B.have("python3") then
+    cmds[#cmds + 1] = "python3 -c " .. q("import json; [json.dumps(list(range(500))) for i in range(2000)]")
+  end
+  cmds[#cmds + 1] = LUA .. " -e " .. q("local s = 0 for i = 1, 3e6 do s = s + i % 7 end")
+  cmds[#cmds + 1] = "ls -lR /usr/share/doc >/dev/null; sort /etc/services >/dev/null; od /bin/ls | tail -1 >/dev/null"
+  local loop = ("t=$(( $(date +%%s) + %d )); while [ $(date +%%s) -lt $t ]; do %s; done")
+               :format(math.ceil(secs), table.concat(cmds, "; "))
+  return "sh -c " .. q(loop)
+end
+
 if root then
+  local busy, nbusy = B.record { file = dir .. "/busy.data", perf = "-a -e cpu-clock -c 100000", workload = busy_work,
+                                 secs = 5, samples = 100000 }
+  bench("cpu-clock -a, no callchains, a busy machine (cc, python3, Lua, coreutils)", busy, nbusy, {
+    { "perf report --stdio", ("perf report --stdio -i %s"):format(q(busy)) },
+    perfev_run("perfev report", 1, busy),
+  })
   local g, ng = record("g.data", true)
   bench("cpu-clock -g (children)", g, ng, {
     { "perf report --stdio (with call graphs)", ("perf report --stdio -i %s"):format(q(g)) },

@@ -33,7 +33,7 @@ int luaopen_perfev_core(lua_State *L)
     perfev_ring_aux_open_lib, perfev_ring_read_open_lib,
     perfev_attr_bytes_open_lib, perfev_perfdata_open_lib, perfev_encode_open_lib,
     perfev_clock_open_lib, perfev_profiler_open_lib, perfev_elfsym_open_lib,
-    perfev_kallsyms_open_lib, perfev_attach_open_lib, perfev_attach_mem_open_lib,
+    perfev_symtab_open_lib, perfev_kallsyms_open_lib, perfev_attach_open_lib, perfev_attach_mem_open_lib,
     perfev_sigsave_open_lib, perfev_allocprof_open_lib,
   };
   lua_newtable(L);

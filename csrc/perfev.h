@@ -184,7 +184,8 @@ int perfev_profiler_open_lib(lua_State *L); /* core.profiler (profiler/) */
 int perfev_perfdata_open_lib(lua_State *L);   /* core.perfdata_reader */
 
 /* ---- symbols (symbols/) ---- */
-int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab (symbols/elf.c) */
+int perfev_elfsym_open_lib(lua_State *L);     /* core.elf_symtab, elf_add_* (symbols/elf.c) */
+int perfev_symtab_open_lib(lua_State *L);     /* core.symtab (symbols/symtab.c) */
 int perfev_kallsyms_open_lib(lua_State *L);   /* core.kallsyms_map (symbols/kallsyms.c) */
 
 #endif

@@ -35,7 +35,9 @@ end
 
 -- A synthetic ELF64 shared object: one PT_LOAD mapping file offset 0x1000
 -- at vaddr 0x401000, and a .symtab with three functions and an object.
-local function synthetic(order)
+-- str_off: the .strtab's offset in its section header (one past the end
+-- of the file: a truncated file).
+local function synthetic(order, str_off)
   local p = function(fmt, ...) return compat.pack(order .. fmt, ...) end
   local strtab = "\0alpha\0beta\0gamma\0datum\0"
   local shstr = "\0.symtab\0.strtab\0.shstrtab\0"
@@ -53,7 +55,8 @@ local function synthetic(order)
   local function shdr(name, type, off, size, link, entsize)
     return p("I4I4I8I8I8I8I4I4I8I8", name, type, 0, 0, off, size, link, 0, 8, entsize)
   end
-  local shdrs = shdr(0, 0, 0, 0, 0, 0) .. shdr(1, 2, sym_at, #syms, 2, 24) .. shdr(9, 3, str_at, #strtab, 0, 0)
+  local shdrs = shdr(0, 0, 0, 0, 0, 0) .. shdr(1, 2, sym_at, #syms, 2, 24)
+                .. shdr(9, 3, str_off or str_at, #strtab, 0, 0)
                 .. shdr(17, 3, shstr_at, #shstr, 0, 0)
   local img = ehdr .. phdr .. syms .. strtab .. shstr
   return img .. ("\0"):rep(sh_at - #img) .. shdrs
@@ -179,8 +182,8 @@ describe("perfev.elf", function()
     local function plt_names(path, runtime)
       local t = assert(elf.symbols(path, ".dynsym", assert(elf.inspect(runtime or path)), runtime or path))
       local out = {}
-      for i = 1, t.n do
-        if t.names[i]:match("@plt$") then out[#out + 1] = t.names[i] end
+      for i = 1, #t do
+        if t:name(i):match("@plt$") then out[#out + 1] = t:name(i) end
       end
       return out
     end
@@ -215,36 +218,114 @@ describe("perfev.elf", function()
       local off, oerr = e:offset(0x500000)
       assert.is_nil(off)
       assert.matches("address 0x500000 is in no PT_LOAD segment", oerr, 1, true)
+      -- perf report's table (the sections mapped in C): the functions,
+      -- sorted, each ending at its size; the object left out
+      local t = assert(elf.symbols(path, ".symtab"))
+      assert.equal(3, #t)
+      assert.same({ "alpha", 0x401100, 0x401120 }, { t:name(1), t:start(1), t:stop(1) })
+      assert.same({ "beta", "gamma" }, { t:name(2), t:name(3) })
+      assert.same({ 1, 2, 3 }, { t:find(0x40111f), t:find(0x401200), t:find(0x401307) })
+      assert.is_nil(t:find(0x401308))
+      -- a string table past the end of the file: refused, saying so
+      local bad = write(dir .. "/trunc" .. (order == "<" and "le" or "be"), synthetic(order, 0x100000))
+      local no_t, terr = elf.symbols(bad, ".symtab")
+      assert.is_nil(no_t)
+      assert.matches("trunc%a+: truncated ELF file %(wanted 24 bytes at offset 1048576%)", terr)
     end
   end)
 
-  it("keeps each table's symbols as perf does, in C as in Lua (every library of the system)", function()
+  -- A table's symbols as { starts, ends, names, n }, by its methods.
+  local function dump(t)
+    local out = { starts = {}, ends = {}, names = {}, n = #t }
+    for i = 1, #t do out.starts[i], out.ends[i], out.names[i] = t:start(i), t:stop(i), t:name(i) end
+    return out
+  end
+
+  -- perf's rules over a list { { start, size, bind, name } }, in Lua: the
+  -- reference the C table (csrc/symbols/symtab.c) is checked against.
+  -- Sorted by start, equal starts in the list's order (perf's rb-tree);
+  -- at one start the best kept (choose_best_symbol: sized, then not weak,
+  -- then global, then fewer leading underscores, then the longer name); a
+  -- zero size ends at the next start, the last a page past its own page.
+  local function reference(list)
+    local order = {}
+    for i, s in ipairs(list) do order[i] = { s = s, i = i } end
+    table.sort(order, function(a, b)
+      if a.s[1] ~= b.s[1] then return a.s[1] < b.s[1] end
+      return a.i < b.i
+    end)
+    local function better(a, b)
+      if (b[2] == 0) ~= (a[2] == 0) then return a[2] > 0 end
+      if (a[3] == 2) ~= (b[3] == 2) then return b[3] == 2 end
+      if (a[3] == 1) ~= (b[3] == 1) then return a[3] == 1 end
+      local ua, ub = #a[4]:match("^_*"), #b[4]:match("^_*")
+      if ua ~= ub then return ua < ub end
+      if #a[4] ~= #b[4] then return #a[4] > #b[4] end
+      return true
+    end
+    local kept = {}
+    for _, o in ipairs(order) do
+      local last = kept[#kept]
+      if last and last[1] == o.s[1] then
+        if not better(last, o.s) then kept[#kept] = o.s end
+      else
+        kept[#kept + 1] = o.s
+      end
+    end
+    local out = { starts = {}, ends = {}, names = {}, n = #kept }
+    for i, s in ipairs(kept) do
+      local stop = s[1] + s[2]
+      if s[2] == 0 then stop = kept[i + 1] and kept[i + 1][1] or math.ceil(s[1] / 4096) * 4096 + 4096 end
+      out.starts[i], out.ends[i], out.names[i] = s[1], stop, s[4]
+    end
+    return out
+  end
+
+  it("keeps each table's symbols as perf does, in C (every library of the system against perf's rules in Lua)",
+     function()
     local core = require "perfev.core"
-    local c_finish = assert(core.elf_finish)
-    finally(function() core.elf_finish = c_finish end)
-    -- perf's rules on made-up symbols: equal starts keep the best (sized,
-    -- then not weak, then global, then fewer leading underscores, then the
-    -- longer name), a zero size ends at the next start or a page past its own
+    -- perf's rules on made-up symbols
     local list = { { 0x2000, 0, 2, "__w" }, { 0x1000, 16, 1, "b" }, { 0x1000, 16, 1, "_a" },
                    { 0x1000, 0, 1, "c" }, { 0x1800, 0, 0, "l" }, { 0x1800, 8, 2, "weak" } }
     local want = { starts = { 0x1000, 0x1800, 0x2000 }, ends = { 0x1010, 0x1808, 0x3000 },
                    names = { "b", "weak", "__w" }, n = 3 }
-    assert.same(want, c_finish(list))
-    core.elf_finish = nil
-    assert.same(want, elf.finish(list))
-    assert.has_error(function() c_finish { { 1, 2, 3 } } end, "perfev.elf: finish: list[1][4] (name) is not a string")
-    -- the system's tables: the C finish and the Lua one agree symbol by symbol
+    local t = elf.finish(list)
+    assert.same(want, dump(t))
+    assert.same(want, reference(list))
+    -- lookups: the symbol whose [start, stop) holds the address
+    assert.same({ 1, 1, 2, 3, 3 }, { t:find(0x1000), t:find(0x100f), t:find(0x1807), t:find(0x2000), t:find(0x2fff) })
+    assert.is_nil(t:find(0xfff))
+    assert.is_nil(t:find(0x1010))   -- between b's end and weak's start
+    assert.is_nil(t:find(0x3000))
+    assert.equal(3, t:index("__w"))
+    assert.is_nil(t:index("l"))     -- dropped: weak has a size
+    assert.has_error(function() t:add(1, 2, 1, "x") end, "perfev.symtab: the table is finished: nothing can be added")
+    assert.has_error(function() core.symtab():find(1) end, "perfev.symtab: the table is not finished (t:finish())")
+    assert.has_error(function() t:name(4) end)
+    assert.matches("string expected", select(2, pcall(elf.finish, { { 1, 2, 3 } })))
+    assert.is_nil(elf.finish({}):find(0))
+    -- the system's tables: symbol by symbol as the rules in Lua keep the
+    -- entries perfev.elf reads (core.elf_symtab, the list e:symbols() uses)
     local tables, syms = 0, 0
     local p = io.popen("find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name '*.so*' -type f -size +20k | head -150")
     for path in p:lines() do
+      local e = elf.open(path)
       for _, which in ipairs { ".symtab", ".dynsym" } do
-        core.elf_finish = nil
-        local a = elf.symbols(path, which)
-        core.elf_finish = c_finish
-        local b = elf.symbols(path, which)
-        if a then
-          tables, syms = tables + 1, syms + a.n
-          assert.same(a, b, path .. " " .. which)
+        local sec = e and e:section(which)
+        local strsec = sec and e.sections[sec.link + 1]
+        if sec and strsec and e.etype == 3 then
+          local f = assert(io.open(path, "rb"))
+          f:seek("set", sec.offset)
+          local data = f:read(sec.size)
+          f:seek("set", strsec.offset)
+          local strings = f:read(strsec.size)
+          f:close()
+          local kinds = {}
+          for i, x in ipairs(e.sections) do kinds[i] = x.flags % 8 >= 4 and "\2" or "\1" end
+          local entries = core.elf_symtab(data, strings, e.be, true, table.concat(kinds))
+          local got = dump(assert(elf.symbols(path, which)))
+          tables, syms = tables + 1, syms + got.n
+          assert.same(reference(entries), got, path .. " " .. which)
         end
       end
     end

@@ -10,7 +10,7 @@
 --   local off2, sym2 = elf.func_offset("/lib/x86_64-linux-gnu/libc.so.6", "malloc")
 --   local id = elf.build_id("/usr/bin/lua5.4")  -- raw bytes of the GNU build id
 --   local info = assert(elf.inspect(path))      -- type, build_id, symtab, dynsym, segments
---   local t = assert(elf.symbols(path, ".dynsym", info))  -- t.starts, t.ends, t.names, t.n
+--   local t = assert(elf.symbols(path, ".dynsym", info))  -- a core.symtab: t:find(v), t:name(i), #t
 --
 -- The uprobe PMU takes a file offset (probe_offset), not a virtual address:
 -- a function's st_value is turned into one through the PT_LOAD program
@@ -25,25 +25,24 @@
 -- are reduced to one as perf's choose_best_symbol does, and a symbol of
 -- size 0 ends where the next one starts (symbols__fixup_end).
 --
+-- The symbol entries are parsed in C (csrc/symbols/elf.c), and perf
+-- report's tables are kept in C (core.symtab, csrc/symbols/symtab.c: the
+-- symbols sorted, perf's choices made, looked up by address) without a
+-- Lua value per symbol.
+--
 -- Every function returns nil, message on failure (a missing file, not an
 -- ELF file, a 32-bit ELF, a missing symbol with the nearest names). Both
 -- byte orders are read. On LuaJIT, values above 2^53 (never an address of
 -- user space) lose precision.
-local compat = require "perfev.compat"
--- the C core parses symbol tables when it is there (this file also runs without it)
-local core_ok, core = pcall(require, "perfev.core")
-if not core_ok then core = nil end
+local core = require "perfev.core"
 local M = {}
 
 local SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 3, 4, 7, 8, 11
-local STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
-local STV_INTERNAL, STV_HIDDEN = 1, 2
+local STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 1, 2, 10
 local SHF_EXECINSTR = 4
-local STB_GLOBAL, STB_WEAK = 1, 2
-local SHN_UNDEF, SHN_LORESERVE, SHN_XINDEX, PN_XNUM = 0, 0xff00, 0xffff, 0xffff
+local SHN_UNDEF, SHN_XINDEX, PN_XNUM = 0, 0xffff, 0xffff
 local NT_GNU_BUILD_ID = 3
 local PT_LOAD, ET_REL, ET_EXEC = 1, 1, 2
-local PAGE = 4096
 local EHDR_SIZE, SHDR_SIZE, PHDR_SIZE, SYM_SIZE = 64, 64, 56, 24
 -- symbol types that are code: FUNC, and GNU_IFUNC (a resolver perf probes too)
 local CODE = { [STT_FUNC] = "func", [STT_GNU_IFUNC] = "ifunc" }
@@ -216,51 +215,36 @@ function Elf:section(name)
   end
 end
 
--- Reads one symbol table section: { { value, size, bind, name, type } } of
--- its defined functions; with labels, also perf's labels (NOTYPE, visible,
--- in an executable section: elf_sym__is_label), for perf report.
-local function read_table(e, f, sec, labels)
+-- One byte per section header (index shndx + 1) for csrc/symbols/elf.c:
+-- "\2" an executable section, "\1" another one.
+local function section_kinds(e)
+  if not e.kinds then
+    local kinds = {}
+    for i, x in ipairs(e.sections) do kinds[i] = x.flags % 8 >= SHF_EXECINSTR and "\2" or "\1" end
+    e.kinds = table.concat(kinds)
+  end
+  return e.kinds
+end
+
+-- The string table of symbol table sec, or nil when sec cannot be one (no
+-- string table, another entry size).
+local function strings_of(e, sec)
   local strsec = e.sections[sec.link + 1]
   if not strsec or strsec.type ~= SHT_STRTAB or (sec.entsize ~= SYM_SIZE and sec.entsize ~= 0) then
-    return {}
+    return nil
   end
-  local data = must(read_at(f, e.path, sec.offset, sec.size))
-  local strings = must(read_at(f, e.path, strsec.offset, strsec.size))
-  local r, secs, byte, find, sub = e.r, e.sections, string.byte, string.find, string.sub
-  if core and core.elf_symtab then   -- the same entries, parsed in C (csrc/symbols/elf.c)
-    local kinds = {}
-    for i, x in ipairs(secs) do kinds[i] = x.flags % 8 >= SHF_EXECINSTR and "\2" or "\1" end
-    return core.elf_symtab(data, strings, e.be, labels, table.concat(kinds))
-  end
-  local list = {}
-  -- Lua 5.3+: one string.unpack per symbol (fast); LuaJIT: the byte readers
-  local unpack = compat.unpack
-  local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
-  for p = 1, #data - SYM_SIZE + 1, SYM_SIZE do
-    local name, info, other, shndx, value, size
-    local t = byte(data, p + 4) % 16
-    if t ~= STT_FUNC and t ~= STT_GNU_IFUNC and (t ~= STT_NOTYPE or not labels) then
-      info = nil   -- data, sections, files: skipped before decoding
-    elseif unpack then
-      name, info, other, shndx, value, size = unpack(fmt, data, p)
-    else
-      name, info, other, shndx = r.u32(data, p), byte(data, p + 4), byte(data, p + 5), r.u16(data, p + 6)
-    end
-    local stype = info and info % 16
-    local keep = info and name ~= 0 and shndx ~= SHN_UNDEF
-    if keep and stype == STT_NOTYPE then
-      local vis, in_sec = other % 4, shndx < SHN_LORESERVE and secs[shndx + 1]
-      keep = in_sec and vis ~= STV_INTERNAL and vis ~= STV_HIDDEN and in_sec.flags % 8 >= SHF_EXECINSTR
-    elseif keep and labels then
-      keep = shndx < SHN_LORESERVE and secs[shndx + 1] ~= nil
-    end
-    if keep then
-      local z = find(strings, "\0", name + 1, true) or (#strings + 1)
-      if not unpack then value, size = r.u64(data, p + 8), r.u64(data, p + 16) end
-      list[#list + 1] = { value, size, math.floor(info / 16), sub(strings, name + 1, z - 1), stype }
-    end
-  end
-  return list
+  return strsec
+end
+
+-- Reads one symbol table section: { { value, size, bind, name, type } } of
+-- its defined functions; with labels, also perf's labels (NOTYPE, visible,
+-- in an executable section: elf_sym__is_label).
+local function read_table(e, f, sec, labels)
+  local strsec = strings_of(e, sec)
+  if not strsec then return {} end
+  local data, strings = must(read_at(f, e.path, sec.offset, sec.size)),
+                        must(read_at(f, e.path, strsec.offset, strsec.size))
+  return core.elf_symtab(data, strings, e.be, labels, section_kinds(e))
 end
 
 -- Whether the table sec defines a named data object: perf loads those
@@ -424,106 +408,35 @@ function M.build_id(path)
   return id
 end
 
-local function underscores(name)
-  local n = #(name:match("^_*"))
-  return n
-end
-
--- perf's choose_best_symbol for two symbols at one address: true when a wins.
-local function better(a_size, a_bind, a_name, b_size, b_bind, b_name)
-  if (b_size == 0) ~= (a_size == 0) then return a_size > 0 end
-  if (a_bind == STB_WEAK) ~= (b_bind == STB_WEAK) then return b_bind == STB_WEAK end
-  if (a_bind == STB_GLOBAL) ~= (b_bind == STB_GLOBAL) then return a_bind == STB_GLOBAL end
-  local ua, ub = underscores(a_name), underscores(b_name)
-  if ua ~= ub then return ua < ub end
-  if #a_name ~= #b_name then return #a_name > #b_name end
-  return true
-end
-M.better = better
-
--- finish(list) -> { starts, ends, names, n }: sorts the symbols of list
--- ({ { start, size, bind, name } }) by start, keeps the best symbol of
--- each start and gives every zero-size symbol the start of the next (or
--- the end of its page + 4096, for the last).
+-- finish(list) -> a core.symtab: the symbols of list ({ { start, size,
+-- bind, name } }, e.g. a perf map's) sorted by start, the best symbol of
+-- each start kept (perf's choose_best_symbol), every zero-size symbol
+-- ended at the start of the next (the last at the end of its page + 4096).
 function M.finish(list)
   if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
-  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/symbols/elf.c)
-  -- sort by start, equal starts in the table's order (perf's rb-tree):
-  -- the distinct starts are sorted as plain numbers (fast), each with the
-  -- symbols at it in their order
-  local at, uniq = {}, {}
-  for _, s in ipairs(list) do
-    local g = at[s[1]]
-    if g then g[#g + 1] = s
-    else
-      at[s[1]] = { s }
-      uniq[#uniq + 1] = s[1]
-    end
-  end
-  table.sort(uniq)
-  local k = 0
-  for _, v in ipairs(uniq) do
-    for _, s in ipairs(at[v]) do
-      k = k + 1
-      list[k] = s
-    end
-  end
-  local starts, ends, names = {}, {}, {}
-  local n = 0
-  for _, s in ipairs(list) do
-    if n > 0 and starts[n] == s[1] then
-      local prev = list[n]
-      if not better(prev[2], prev[3], prev[4], s[2], s[3], s[4]) then
-        list[n] = s
-        ends[n], names[n] = s[1] + s[2], s[4]
-      end
-    else
-      n = n + 1
-      list[n] = s
-      starts[n], ends[n], names[n] = s[1], s[1] + s[2], s[4]
-    end
-  end
-  for i = n + 1, #list do list[i] = nil end
-  for i = 1, n - 1 do
-    if ends[i] == starts[i] then ends[i] = starts[i + 1] end
-  end
-  if n > 0 and ends[n] == starts[n] then
-    ends[n] = math.ceil(starts[n] / PAGE) * PAGE + PAGE
-  end
-  return { starts = starts, ends = ends, names = names, n = n }
+  local t = core.symtab()
+  for _, s in ipairs(list) do t:add(s[1], s[2], s[3], s[4]) end
+  return t:finish()
 end
 
--- perf 6.1's dso__synthesize_plt_symbols: "name@plt" for each relocation
--- of .rela.plt, in its order, one .plt entry (sh_entsize bytes) each after
--- the PLT's header: { { start, size, bind, name } } at file offsets. (Later
--- perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
-local function plt_symbols(e, f)
+-- perf 6.1's dso__synthesize_plt_symbols, added to t: "name@plt" for
+-- each relocation of .rela.plt, in its order, one .plt entry (sh_entsize
+-- bytes) each after the PLT's header, at file offsets (core.elf_add_plt).
+-- (Later perfs add a ".plt" symbol and read .plt.sec; 6.1 does neither.)
+local function add_plt(t, e)
   local plt, rel = e:section(".plt"), e:section(".rela.plt")
   -- a separate debug file (-dbg packages) keeps these headers as NOBITS,
   -- with no bytes: perf finds no relocations there (sh_type), nor here
   if not plt or not rel or rel.type ~= SHT_RELA or rel.entsize ~= 24 or plt.type == SHT_NOBITS
      or plt.entsize == 0 then
-    return {}
+    return
   end
-  local size = plt.entsize
   local dynsym = e.sections[rel.link + 1]
   local strsec = dynsym and dynsym.type == SHT_DYNSYM and e.sections[dynsym.link + 1]
-  if not strsec or strsec.type ~= SHT_STRTAB then return {} end
-  local data = read_at(f, e.path, rel.offset, rel.size)
-  local syms = dynsym and read_at(f, e.path, dynsym.offset, dynsym.size)
-  local strings = strsec and read_at(f, e.path, strsec.offset, strsec.size)
-  if not data or not syms or not strings then return {} end
-  local r = e.r
-  local out = {}
-  local offset = plt.offset
-  for p = 1, #data - 23, 24 do
-    local symidx = math.floor(r.u64(data, p + 8) / 4294967296)
-    local sp = symidx * SYM_SIZE + 1
-    local name = sp + SYM_SIZE - 1 <= #syms and cstring(strings, r.u32(syms, sp)) or ""
-    offset = offset + size
-    out[#out + 1] = { offset, size, STB_GLOBAL, name .. "@plt" }
-  end
-  return out
+  if not strsec or strsec.type ~= SHT_STRTAB then return end
+  -- a section past the end of the file: no stubs, as when read_at failed
+  pcall(core.elf_add_plt, t, e.path, rel.offset, rel.size, dynsym.offset, dynsym.size, strsec.offset, strsec.size,
+        e.be, plt.offset, plt.entsize)
 end
 
 -- inspect(path) -> { path, type, build_id, symtab, dynsym, segments } | nil,
@@ -541,9 +454,10 @@ function M.inspect(path)
   return info
 end
 
--- symbols(path, which, runtime, plt_from) -> { starts, ends, names, n } |
--- nil, why: the functions and labels of section `which` (".symtab" or
--- ".dynsym") of path. For an executable or relocatable file (perf's
+-- symbols(path, which, runtime, plt_from) -> a core.symtab (t:find(v) ->
+-- i, t:name(i), t:start(i), t:stop(i), #t) | nil, why: the functions and
+-- labels of section `which` (".symtab" or ".dynsym") of path, as finish()
+-- keeps them. For an executable or relocatable file (perf's
 -- adjust_symbols) each value is moved to its file offset through the
 -- PT_LOAD segment of the runtime file (an inspect() table) that holds it,
 -- as perf does; a shared object's values are kept. plt_from: the file
@@ -553,41 +467,37 @@ function M.symbols(path, which, runtime, plt_from)
   local e, f = open_file(path, "symbols")
   if not e then return nil, f end
   local want = which == ".symtab" and SHT_SYMTAB or SHT_DYNSYM
-  local ok, list, any = true, {}, false
+  local segs
+  if e.etype == ET_EXEC or e.etype == ET_REL then segs = (runtime or {}).segments or {} end
+  local t = core.symtab()
+  local ok, err, any = true, nil, false
   for _, s in ipairs(e.sections) do
     if s.type == want then
-      ok, list = pcall(read_table, e, f, s, true)
-      any = ok and (#list > 0 or defines_objects(e, f, s))
+      local n
+      local strsec = strings_of(e, s)
+      ok, n = true, 0
+      if strsec then
+        ok, n = pcall(core.elf_add_symbols, t, path, s.offset, s.size, strsec.offset, strsec.size, e.be, true,
+                      section_kinds(e), segs)
+      end
+      if not ok then err = n end
+      any = ok and (n > 0 or defines_objects(e, f, s))
       break
     end
   end
   f:close()
-  if not ok then return nil, list end
-  if e.etype == ET_EXEC or e.etype == ET_REL then
-    local segs = (runtime or {}).segments or {}
-    local out = {}
-    for _, s in ipairs(list) do
-      for _, ph in ipairs(segs) do
-        if s[1] >= ph.vaddr and s[1] < ph.vaddr + ph.memsz then
-          s[1] = s[1] - (ph.vaddr - ph.offset)
-          out[#out + 1] = s
-          break
-        end
-      end
-    end
-    list = out
-  end
+  if not ok then return nil, err end
   -- perf synthesizes the PLT's names only when the table gave symbols
   -- (dso__load: ret > 0; functions or data objects): a stripped executable
   -- whose .dynsym holds only imports keeps its PLT stubs unnamed
   if plt_from and any then
     local pe, pf = open_file(plt_from, "symbols")
     if pe then
-      for _, x in ipairs(plt_symbols(pe, pf)) do list[#list + 1] = x end
       pf:close()
+      add_plt(t, pe)
     end
   end
-  return M.finish(list)
+  return t:finish()
 end
 
 return M

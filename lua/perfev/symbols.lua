@@ -121,24 +121,10 @@ end
 M.kernel_v = kernel_v
 
 -- ---------------------------------------------------------------------------
--- Symbol tables: sorted parallel lists starts/ends/names (numbers as above).
+-- Symbol tables: core.symtab objects (perfev.elf's symbols() and finish():
+-- t:find(v) -> i, t:name(i), t:start(i), #t), searched in C.
 
--- index of the symbol holding v, or nil (the last start <= v, if v < its end)
-local floor = math.floor
-local function find(t, v)
-  local starts = t.starts
-  local lo, hi = 1, t.n
-  if hi == 0 or v < starts[1] then return nil end
-  while lo < hi do
-    local mid = floor((lo + hi + 1) / 2)
-    if starts[mid] <= v then lo = mid else hi = mid - 1 end
-  end
-  if v < t.ends[lo] then return lo end
-  return nil
-end
-M.find = find
-
-local EMPTY = { starts = {}, ends = {}, names = {}, n = 0 }
+local EMPTY = elfsyms.finish {}
 
 local function tohex(raw)
   return (raw:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
@@ -201,19 +187,21 @@ end
 -- Tables already read in this process, by (path, build id, where the
 -- caches are): a file whose build id is known is the same file whatever
 -- its path holds now. Without a build id nothing is kept (the file may
--- change under its name). Weak values: a table lives while a report uses it.
+-- change under its name). Weak values: a table lives while a report uses
+-- it (and the file it came from with it: weak keys).
 local loaded = setmetatable({}, { __mode = "v" })
+local origin_of = setmetatable({}, { __mode = "k" })
 local function load_elf(self, dso)
   local id = self.build_ids[dso.name]
   local key = id and table.concat({ dso.name, id, self.debug_dir }, "\0")
   local hit = key and loaded[key]
   if hit then
-    dso.build_id, dso.origin = id, hit.origin
+    dso.build_id, dso.origin = id, origin_of[hit]
     return hit
   end
   local t = load_elf_uncached(self, dso)
   if key and t ~= EMPTY then
-    t.origin = dso.origin
+    origin_of[t] = dso.origin
     loaded[key] = t
   end
   return t
@@ -287,13 +275,13 @@ function Sym:dso(name, kind, short)
     -- list first (perf reads it first), in its order, then as they came
     self.ndsos = (self.ndsos or 0) + 1
     d = { name = name, short = short or basename(name), kind = kind, entries = {}, raw = {},
-          rank = self.ranks[name] or (kind == "kernel" and 0.5) or 1e6 + self.ndsos }
+          rank = self.ranks[name] or (kind == "kernel" and 0.5) or 1e6 + self.ndsos, memo = false }
     self.dsos[name] = d
   end
   return d
 end
 
--- The symbol table of a dso, loaded on first use.
+-- The symbol table of a dso (a core.symtab), loaded on first use.
 function Sym:table(d)
   local t = d.syms
   if t then return t end
@@ -460,7 +448,8 @@ local function entry(d, t, i, space, v)
     if not e then
       -- every field an entry gets is in its constructor (doc/runtimes.md:
       -- LuaJIT's template forwarding)
-      e = { dso = d, name = t.names[i], start = t.starts[i], space = space, addr = t.starts[i],
+      local start = t:start(i)
+      e = { dso = d, name = t:name(i), start = start, space = space, addr = start,
             symkey = false, object_text = false }
       e.symkey = e
       d.entries[i] = e
@@ -556,21 +545,20 @@ function Sym:resolve(pid, ip, mode, raw)
       e = entry(self.unknown, nil, nil, space, v)
     else
       local off = m.ident and v or (v - m.start + m.pgoff)
-      local t = self:table(m.dso)
-      -- each file offset is looked up once per table: processes of one
-      -- executable (and the libraries every process maps) share them
-      local i
-      if t.n > 0 then
-        local memo = t.memo
-        if not memo then memo = {}; t.memo = memo end
-        i = memo[off]
-        if i == nil then
-          i = find(t, off) or false
-          memo[off] = i
-        end
-        i = i or nil
+      local d = m.dso
+      local t = self:table(d)
+      -- each file offset is looked up once per dso (its one table):
+      -- processes of one executable (and the libraries every process
+      -- maps) share them
+      local memo = d.memo
+      if not memo then memo = {}; d.memo = memo end
+      local i = memo[off]
+      if i == nil then
+        i = t:find(off) or false
+        memo[off] = i
       end
-      e = entry(m.dso, t, i, "u", (raw and not i) and v or off)
+      i = i or nil
+      e = entry(d, t, i, "u", (raw and not i) and v or off)
     end
   end
   if cache and key then cache[key] = e end

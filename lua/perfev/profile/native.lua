@@ -50,10 +50,7 @@ local function new_resolver(pid)
       local t = S:table(d)
       -- the interpreter: the file that defines the Lua API (the lua5.4
       -- executable, libluajit, a host linking liblua.a)
-      for k = 1, t.n or #t.names do
-        local nm = t.names[k]
-        if nm == "lua_pushvalue" or nm == "lua_newstate" then i.interp = true break end
-      end
+      i.interp = (t:index("lua_pushvalue") or t:index("lua_newstate")) ~= nil
       local x = elf.inspect(d.origin or d.name)
       i.stripped = not (x and x.symtab)
     end
