@@ -90,6 +90,17 @@ describe("perfev.profile bounds its own cost", function()
     assert.error_matches(function() perfev.profile { max_overhead = 0 } end, "option 'max_overhead'")
     assert.error_matches(function() perfev.profile { max_overhead = 101 } end, "option 'max_overhead'")
   end)
+
+  it("the note of a raised period reads the core's 64-bit figures (cdata on LuaJIT)", function()
+    -- a period raised under load on LuaJIT: %.0f refused the period's cdata
+    -- and the profile's text report raised (profile_native, a loaded run)
+    local u64 = JIT and require("ffi").new("uint64_t", 1) or 1
+    local note = require("perfev.profile.data").throttle_note {
+      throttled = 7, rate_unit = "events", rate_asked = u64, rate_now = u64 * 86,
+      max_cost = 0.25, cost = 0.16, cpu = 1 }
+    assert.equal("sampling cost more than 25% of the thread's CPU time: the period was raised from 1 to 86 "
+                 .. "(7 times; the profiler's share of the run: 16%)", note)
+  end)
 end)
 
 describe("perfev.profile's default rate", function()

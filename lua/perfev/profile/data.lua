@@ -273,13 +273,15 @@ end
 function M.throttle_note(p)
   if (p.throttled or 0) == 0 then return nil end
   local change
+  -- (numbers: on LuaJIT a 64-bit period from the core is a cdata, which %.0f refuses)
+  local asked, now = tonumber(p.rate_asked), tonumber(p.rate_now)
   if p.rate_unit == "Hz" then
-    change = ("the rate was lowered from %.0f Hz to %.0f Hz"):format(p.rate_asked, p.rate_now)
+    change = ("the rate was lowered from %.0f Hz to %.0f Hz"):format(asked, now)
   else
-    change = ("the period was raised from %.0f to %.0f"):format(p.rate_asked, p.rate_now)
+    change = ("the period was raised from %.0f to %.0f"):format(asked, now)
   end
   return ("sampling cost more than %.0f%% of the thread's CPU time: %s (%.0f times; the profiler's "
-          .. "share of the run: %.0f%%)"):format(100 * p.max_cost, change, p.throttled,
+          .. "share of the run: %.0f%%)"):format(100 * p.max_cost, change, tonumber(p.throttled),
                                                  p.cpu > 0 and 100 * p.cost / p.cpu or 0)
 end
 
