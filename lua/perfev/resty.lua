@@ -274,8 +274,6 @@ end
 function _M.start(self)
   if getmetatable(self) ~= mt then self = _M.default end
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local key = request_key()
-  local pending = self.pending
   -- a profiler takes pprof labels in this worker: this request's, now
   -- (perfev.resty.tags), measured or not
   if tags.on then tags.note(self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")) end
@@ -285,13 +283,20 @@ function _M.start(self)
     if seen + 1 == self.sample then draw(self) else self.seen = seen + 1 end
     if not measure then
       -- not measured: nothing of an earlier request under the same key
-      if pending[key] then
-        pending[key] = nil
-        self.npending = self.npending - 1
+      -- (one whose log phase never ran); nothing to look for when no
+      -- request is pending, the common case
+      if self.npending > 0 then
+        local key = request_key()
+        if self.pending[key] then
+          self.pending[key] = nil
+          self.npending = self.npending - 1
+        end
       end
       return true
     end
   end
+  local key = request_key()
+  local pending = self.pending
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
@@ -404,13 +409,19 @@ function _M.finish(self, label)
   if type(self) ~= "table" then self, label = nil, self end
   if getmetatable(self) ~= mt then self = _M.default end
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local key = request_key()
-  local pending = self.pending
-  local start = pending[key]
-  if start then
-    pending[key] = nil
-    self.npending = self.npending - 1
-  elseif self.sample == 1 then
+  -- measured: start() kept its counts under the request (with sample = K,
+  -- nothing is kept when no request is pending)
+  local start
+  if self.npending > 0 or self.sample == 1 then
+    local key = request_key()
+    local pending = self.pending
+    start = pending[key]
+    if start then
+      pending[key] = nil
+      self.npending = self.npending - 1
+    end
+  end
+  if not start and self.sample == 1 then
     return nil, "perfev.resty: start() did not run for this request"
   end
   local t = self.t
