@@ -56,6 +56,11 @@ local CONFIGS = {
     log = 'local r = require("perfev.resty").default r.g:read(r.t)' },
   { name = "counters", init = INIT_NO_HIST, rewrite = START, log = FINISH, metrics = true },
   { name = "counters + histograms", init = INIT, rewrite = START, log = FINISH, metrics = true },
+  -- init{ sample = K }: one request in K measured, every one counted
+  { name = "counters + hist., sample = 10", init = INIT:gsub('dict = "perfev"', 'dict = "perfev", sample = 10'),
+    rewrite = START, log = FINISH, metrics = true },
+  { name = "counters + hist., sample = 100", init = INIT:gsub('dict = "perfev"', 'dict = "perfev", sample = 100'),
+    rewrite = START, log = FINISH, metrics = true },
   -- start() notes each request's pprof labels while the profiler runs
   { name = "counters + hist. + continuous", init = INIT .. CONTINUOUS, rewrite = START, log = FINISH,
     metrics = true },
@@ -228,7 +233,7 @@ local ok, err = pcall(function()
     local rate, cpu = B.median(c.rates), B.median(c.cpus)
     local rs = {}
     for r, v in ipairs(c.rates) do rs[r] = ("%.0f"):format(v) end
-    print(("%-32s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
+    print(("%-34s %8.0f req/s (%+6.1f %%)  worker CPU %6.2f us/request (%+5.2f us)  rounds: %s")
           :format(c.name, rate, 100 * (rate / base_rate - 1), cpu / 1e3, (cpu - base_cpu) / 1e3,
                   table.concat(rs, " ")))
   end
@@ -240,7 +245,9 @@ local ok, err = pcall(function()
     if c.metrics then
       local text = B.sh(("curl -s http://127.0.0.1:%d/metrics"):format(c.port))
       local n = tonumber(text:match('\nperfev_request_requests_total{uri="/work/light"} (%d+)'))
-      print(("%s: /metrics counts %s requests of /work/light, wrk %d"):format(c.name, tostring(n), c.n))
+      local m = tonumber(text:match('\nperfev_request_measured_total{uri="/work/light"} (%d+)'))
+      print(("%s: /metrics counts %s requests of /work/light (%s measured), wrk %d"):format(c.name, tostring(n),
+                                                                                          tostring(m), c.n))
     end
     if c.costs and #c.costs > 0 then
       local cs = {}

@@ -11,14 +11,6 @@ local O = require "spec.support.openresty"
 
 local sh, run = O.sh, O.run
 
-local function cum(text, name)
-  local scale = { ns = 1e-6, us = 1e-3, ["\194\181s"] = 1e-3, ms = 1, s = 1e3 }
-  for line in text:gmatch("[^\n]+") do
-    local v, unit, n = line:match("^%s*%S+%s+%S+%%%s+%S+%%%s+([%d.]+)(%D-)%s+%S+%%%s+(.-)%s*$")
-    if n == name and scale[unit] then return tonumber(v) * scale[unit] end
-  end
-end
-
 describe("examples/openresty's /debug/pprof/profile in continuous mode", function()
   local why = O.blocker()
   if not why and not shell.have("go") then why = "no go (make deps installs Debian's golang-go)" end
@@ -28,35 +20,23 @@ describe("examples/openresty's /debug/pprof/profile in continuous mode", functio
     return
   end
 
-  local dir, port, master, base
+  local site, dir, base
   setup(function()
-    dir = shell.tmpdir()
-    sh("mkdir -p " .. dir .. "/nginx " .. dir .. "/home")
-    local conf = assert(shell.read_file("examples/openresty/nginx.conf"))
-    local changed
-    conf, changed = conf:gsub('require%("perfev%.resty"%)%.pprof_init%(%)',
-                              'require("perfev.resty").pprof_init{ continuous = true }')
-    assert(changed == 1, "examples/openresty/nginx.conf has no pprof_init()")
-    local f = assert(io.open(dir .. "/nginx.conf", "w"))
-    f:write(conf)
-    f:close()
-    local out
-    port, master, out = O.start(dir .. "/nginx", "NGINX_CONF=" .. dir .. "/nginx.conf")
-    assert(master, out)
-    -- each worker: its group of counters, and its profiler's event (and
-    -- the budget's copy of its fd)
-    assert(O.ready(master, O.EVENTS + 2), "no workers holding their events and profilers")
-    base = "http://127.0.0.1:" .. port
+    -- examples/openresty with pprof_init{ continuous = true }; each worker:
+    -- its group of counters, and its profiler's event (and the budget's
+    -- copy of its fd)
+    site = O.site { edits = { { 'require%("perfev%.resty"%)%.pprof_init%(%)',
+                                'require("perfev.resty").pprof_init{ continuous = true }' } },
+                    fds = O.EVENTS + 2 }
+    dir, base = site.dir, site.base
   end)
 
   teardown(function()
-    O.stop(master)
-    shell.rmdir(dir)
+    if site then site.stop() end
   end)
 
-  local function pprof(args)
-    return run(("HOME=%s/home PPROF_TMPDIR=%s/home go tool pprof %s"):format(dir, dir, args))
-  end
+  local function pprof(args) return O.pprof(dir .. "/home", args) end
+  local cum = O.cum
 
   local function get(q)
     local out = run(("curl -s -D %s/h -w '\\n%%{http_code}' '%s/%s'"):format(dir, base, q))

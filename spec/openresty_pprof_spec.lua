@@ -11,22 +11,7 @@ local shell = require "spec.support.shell"
 local O = require "spec.support.openresty"
 
 local sh, run = O.sh, O.run
-
--- go tool pprof -top's lines: { name = { flat = , cum = } } in the
--- profile's unit (ms for CPU time, counts otherwise), and its header.
-local function top(text)
-  local scale = { ns = 1e-6, us = 1e-3, ["\194\181s"] = 1e-3, ms = 1, s = 1e3, [""] = 1 }
-  local function num(s)
-    local v, unit = s:match("^([%d.]+)(%D*)$")
-    return v and scale[unit] and tonumber(v) * scale[unit]
-  end
-  local t = {}
-  for line in text:gmatch("[^\n]+") do
-    local flat, cum, name = line:match("^%s*(%S+)%s+%S+%%%s+%S+%%%s+(%S+)%s+%S+%%%s+(.-)%s*$")
-    if flat and num(flat) and num(cum) then t[name] = { flat = num(flat), cum = num(cum) } end
-  end
-  return t
-end
+local top = O.top
 
 describe("examples/openresty's /debug/pprof/profile read by go tool pprof", function()
   local why = O.blocker()
@@ -37,29 +22,17 @@ describe("examples/openresty's /debug/pprof/profile read by go tool pprof", func
     return
   end
 
-  local dir, port, master, base
+  local site, dir, base
   setup(function()
-    dir = shell.tmpdir()
-    sh("mkdir -p " .. dir .. "/nginx " .. dir .. "/home")
-    local out
-    port, master, out = O.start(dir .. "/nginx")
-    assert(master, out)
-    assert(O.ready(master, O.EVENTS), "no workers holding their events")
-    base = "http://127.0.0.1:" .. port
+    site = O.site()
+    dir, base = site.dir, site.base
   end)
 
   teardown(function()
-    O.stop(master)
-    shell.rmdir(dir)
+    if site then site.stop() end
   end)
 
-  -- go tool pprof, with its home (where it saves the profiles it fetches)
-  -- in the spec's directory, after `before` (commands started in the
-  -- background, waited for after it): its output and exit status
-  local function pprof(args, before)
-    return run(("%sHOME=%s/home PPROF_TMPDIR=%s/home go tool pprof %s 2>&1; s=$?; wait; (exit $s)")
-               :format(before or "", dir, dir, args))
-  end
+  local function pprof(args, before) return O.pprof(dir .. "/home", args, before) end
 
   -- wrk on each of `locs` for `seconds`, in the background: the commands to wait for
   local function load(locs, seconds)

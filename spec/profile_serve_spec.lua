@@ -7,6 +7,9 @@
 -- server ends when the process does.
 local shell = require "spec.support.shell"
 local u = require "spec.support.util"
+local O = require "spec.support.openresty"
+
+local run, eventually, cum = O.run, O.eventually, O.cum
 
 local TARGET = [[
 local function spin(n)
@@ -19,15 +22,6 @@ local function dear() local r = spin(7500000) return r end
 local deadline = os.time() + tonumber(arg[1])
 while os.time() < deadline do cheap() dear() end
 ]]
-
--- go tool pprof -top's cum column by name, in ms
-local function cum(text, name)
-  local scale = { ns = 1e-6, us = 1e-3, ["\194\181s"] = 1e-3, ms = 1, s = 1e3 }
-  for line in text:gmatch("[^\n]+") do
-    local v, unit, n = line:match("^%s*%S+%s+%S+%%%s+%S+%%%s+([%d.]+)(%D-)%s+%S+%%%s+(.-)%s*$")
-    if n == name and scale[unit] then return tonumber(v) * scale[unit] end
-  end
-end
 
 describe("perfev profile -p PID --serve, scraped by go tool pprof", function()
   local why
@@ -44,19 +38,6 @@ describe("perfev profile -p PID --serve, scraped by go tool pprof", function()
   local dir
   setup(function() dir = shell.tmpdir() end)
   teardown(function() shell.rmdir(dir) end)
-
-  local function run(cmd)
-    local out = shell.sh(cmd .. " 2>&1; echo \"exit=$?\"")
-    return (out:gsub("exit=%d+%s*$", "")), tonumber(out:match("exit=(%d+)%s*$"))
-  end
-
-  local function eventually(cond, tries)
-    for _ = 1, tries or 100 do
-      local r = cond()
-      if r then return r end
-      shell.sh("sleep 0.05")
-    end
-  end
 
   it("serves the Lua stacks of the process at their shares, 400s, 404s, and ends with the process", function()
     local f = assert(io.open(dir .. "/target.lua", "w"))

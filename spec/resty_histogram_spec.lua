@@ -2,7 +2,8 @@
 -- outside nginx (the `ngx` API it uses stands in; the counts are the
 -- process's own, from the kernel): each request lands in the bucket its
 -- counts say, the exposition passes `promtool check metrics` (Prometheus's
--- own linter), URIs with ids collapse to one label, and past max_labels
+-- own linter), with sample = K one request in K is measured and stands
+-- for K, URIs with ids collapse to one label, and past max_labels
 -- values the requests go to one overflow series, across workers too.
 local shell = require "spec.support.shell"
 local prom = require "perfev.resty.prom"
@@ -167,6 +168,42 @@ describe("perfev.resty's histograms", function()
       local inst, err = resty.new { buckets = case[1] }
       assert.is_nil(inst)
       assert.are.equal("perfev.resty: " .. case[2], err)
+    end
+  end)
+
+  it("measures one request in K with sample = K, counting every one, its sums and buckets K times", function()
+    local K = 3
+    local r = assert(resty.new { dict = "perfev", sample = K })
+    local sum, measured = 0, 0
+    for i = 1, 10 * K do
+      fake.ctx = {}
+      fake.var.uri = "/s"
+      assert(r:start())
+      local s = 0
+      for j = 1, 3000 * (i % 4 + 1) do s = s + j % 7 end
+      local d = assert(r:finish(), s)
+      if d ~= true then
+        measured = measured + 1
+        sum = sum + d["task-clock"]
+      end
+    end
+    local text = r:collect()
+    r:close()
+    promtool(text)
+    local m = parse(text)
+    -- one in each run of K, every one counted
+    assert.are.equal(10, measured)
+    assert.are.equal(10 * K, m.perfev_request_requests_total['{uri="/s"}'])
+    assert.are.equal(10, m.perfev_request_measured_total['{uri="/s"}'])
+    assert.are.equal(10 * K, m.perfev_request_task_clock_seconds_count['{uri="/s"}'])
+    assert.are.equal(10 * K, m.perfev_request_task_clock_seconds_bucket['{uri="/s",le="+Inf"}'])
+    assert.are.equal(K * sum / 1e9, m.perfev_request_task_clock_seconds_total['{uri="/s"}'])
+    assert.matches("estimated: one request in 3 measured", text, 1, true)
+    for _, bad in ipairs { 0, 1.5, "2", 2 ^ 31 } do
+      local inst, err = resty.new { sample = bad }
+      assert.is_nil(inst)
+      assert.are.equal("perfev.resty: option 'sample' must be an integer from 1 (every request) to 2^31 - 1 "
+                       .. "(one request in that many)", err)
     end
   end)
 end)

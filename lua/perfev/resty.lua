@@ -16,13 +16,19 @@
 -- that run meanwhile, and their work lands in its difference too: the sums
 -- stay exact, a single request's share is exact only when it runs alone.
 --
--- What a request costs beyond its two read(2)s is a few table updates: the
+-- A request measured costs two read(2)s of the group (in the kernel: most
+-- of the cost, doc/openresty.md, What it costs) and a few table updates: the
 -- sums are kept per worker in Lua tables and added to the shared dict on a
 -- timer (every `flush_ms`, default 1000 ms; at the worker's exit too), not
 -- per request (a dict write takes the dict's lock, shared by every worker,
 -- and one was taken per series per request). /metrics serves the dict after
 -- adding its own worker's sums: the other workers' last `flush_ms` may
 -- be missing from it, never lost (doc/openresty.md, What it costs).
+-- With init{ sample = K } one request in K is measured (one drawn at random
+-- in each run of K requests of a worker): every request is counted, a
+-- measured one stands for K in the sums and the buckets, and
+-- measured_total says how many were (doc/openresty.md, Measuring one
+-- request in K).
 local perfev = require "perfev"
 local options = require "perfev.options"
 local fs = require "perfev.fs"
@@ -33,6 +39,27 @@ local tags = require "perfev.resty.tags"
 
 -- ngx_lua's API; outside nginx a call that needs it says so (perfev.resty.ngx)
 local ngx = rawget(_G, "ngx") or require "perfev.resty.ngx"
+
+-- The request a phase runs for, as a key that costs no allocation: in
+-- OpenResty's LuaJIT the thread's exdata (thread.exdata), the pointer
+-- ngx_lua finds the request by, as a number (the same in the rewrite and
+-- the log phase); elsewhere, or outside a request, ngx.ctx (a table made
+-- per request).
+local exdata, ffi
+do
+  local ok, e = pcall(require, "thread.exdata")
+  local okf, f = pcall(require, "ffi")
+  if ok and type(e) == "function" and okf then exdata, ffi = e, f end
+end
+local function request_key()
+  local p = exdata and exdata()
+  if p ~= nil then return tonumber(ffi.cast("uintptr_t", p)) end
+  return ngx.ctx
+end
+
+-- requests started and not finished, kept per instance (a request whose
+-- log phase never runs, e.g. a subrequest's, is dropped past this many)
+local PENDING_MAX = 4096
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
@@ -104,14 +131,25 @@ local function log_user_only(names)
                 .. "(doc/openresty.md, Permissions)"):format(table.concat(names, ", "), uid, user, level))
 end
 
+-- The position of the request measured in the next run of `sample`
+-- requests (a Park-Miller step: 16807 * seed stays below 2^53, exact in a
+-- double on every runtime).
+local function draw(self)
+  local x = self.seed * 16807 % 2147483647
+  self.seed = x
+  self.pick = x % self.sample
+  self.seen = 0
+end
+
 -- the known options (flush_ms, buckets, collapse, max_labels and overflow
 -- are checked where they are used, with what each must be)
 local OPTIONS = { events = "table", dict = "string", prefix = "string", label = "function",
-                  flush_ms = "any", buckets = "any", collapse = "any", max_labels = "any", overflow = "any" }
+                  flush_ms = "any", buckets = "any", collapse = "any", max_labels = "any", overflow = "any",
+                  sample = "any" }
 -- the name of the release before: every duration is in ms, and says so
 local RENAMED = { flush = { "flush_ms", convert = function(s) return s * 1000 end, note = " (in ms, not s)" } }
 
--- resty.new{ events =, dict =, prefix =, label =, flush_ms = } -> instance | nil, err
+-- resty.new{ events =, dict =, prefix =, label =, flush_ms =, sample = } -> instance | nil, err
 --   events  perf event names (default task-clock, page-faults, context-switches)
 --   dict    a lua_shared_dict name: the sums of every worker (default: this
 --           worker's own sums only)
@@ -121,6 +159,10 @@ local RENAMED = { flush = { "flush_ms", convert = function(s) return s * 1000 en
 --   flush_ms milliseconds between two additions of this worker's sums to
 --           the dict (default 1000; 0: every request, as a dict write per
 --           series); 'flush' in seconds is its deprecated name
+--   sample  K: measure one request in K (default 1: every request); every
+--           request is counted in requests_total, a measured one stands
+--           for K in the sums and the histograms' buckets (estimates),
+--           measured_total counts those measured
 --   buckets the histograms' upper bounds by event name, in the metric's
 --           unit (seconds, counts); false: no histograms (perfev.resty.series)
 --   collapse, max_labels, overflow: how label values are kept few
@@ -151,9 +193,15 @@ function _M.new(opts)
     return nil, "perfev.resty: option 'flush_ms' must be a number of milliseconds >= 0"
   end
   flush = flush / 1000   -- seconds, as ngx.timer takes them
+  local sample = opts.sample
+  if sample == nil then sample = 1 end
+  if type(sample) ~= "number" or sample < 1 or sample ~= math.floor(sample) or sample >= 2 ^ 31 then
+    return nil, "perfev.resty: option 'sample' must be an integer from 1 (every request) to 2^31 - 1 "
+                .. "(one request in that many)"
+  end
   local divisors = {}
   for i, ev in ipairs(events) do divisors[i] = select(4, metric_of(tostring(ev))) end
-  local layout, lerr = series.layout(events, divisors, opts.buckets)
+  local layout, lerr = series.layout(events, divisors, opts.buckets, sample > 1)
   if not layout then return nil, "perfev.resty: " .. lerr end
   local names, nerr = label_values.new { collapse = opts.collapse, max_labels = opts.max_labels,
                                    overflow = opts.overflow, dict = dict }
@@ -169,7 +217,18 @@ function _M.new(opts)
     dict = dict, dict_name = opts.dict, sums = {}, pool = {}, flush_every = flush,
     prefix = opts.prefix or "perfev_request_", label = opts.label,
     layout = layout, names = names,
+    -- started requests by request_key(); the sampling: one request in
+    -- `sample`, at position `pick` of the current run of them (0-based),
+    -- `seen` of the run gone by, `seed` a Park-Miller generator's state
+    -- (the worker's own: math.random's sequence stays the application's)
+    pending = setmetatable({}, { __mode = "k" }), npending = 0,
+    sample = sample, seen = 0, pick = 0, seed = 1,
   }, mt)
+  if sample > 1 then
+    local pid = ngx.worker and ngx.worker.pid and ngx.worker.pid() or 0
+    self.seed = (pid * 7919 + math.floor((ngx.now and ngx.now() or os.time()) * 1000)) % 2147483646 + 1
+    draw(self)
+  end
   if dict then
     -- the overflow label's series made now, at 0, while the dict has room:
     -- the labels the dict turns away later are counted there
@@ -210,26 +269,56 @@ local function self_or_default(self)
 end
 
 -- Before the content phase (rewrite_by_lua*, access_by_lua*): the group's
--- counts now, in ngx.ctx (an array from this worker's pool: no garbage).
+-- counts now, kept for finish() under the request (an array from this
+-- worker's pool: no garbage). With sample = K, only for one request in K.
 function _M.start(self)
-  self = self_or_default(self)
+  if getmetatable(self) ~= mt then self = _M.default end
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
+  -- a profiler takes pprof labels in this worker: this request's, now
+  -- (perfev.resty.tags), measured or not
+  if tags.on then tags.note(self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")) end
+  if self.sample > 1 then
+    local seen = self.seen
+    local measure = seen == self.pick
+    if seen + 1 == self.sample then draw(self) else self.seen = seen + 1 end
+    if not measure then
+      -- not measured: nothing of an earlier request under the same key
+      -- (one whose log phase never ran); nothing to look for when no
+      -- request is pending, the common case
+      if self.npending > 0 then
+        local key = request_key()
+        if self.pending[key] then
+          self.pending[key] = nil
+          self.npending = self.npending - 1
+        end
+      end
+      return true
+    end
+  end
+  local key = request_key()
+  local pending = self.pending
   local t = self.t
   local ok, err = self.g:read(t)
   if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  local pool = self.pool
-  local start = pool[#pool] or {}
-  pool[#pool] = nil
-  for i = 1, self.n do start[i] = t[i] or 0 end
-  -- a profiler takes pprof labels in this worker: this request's, now
-  -- (perfev.resty.tags), its label kept for finish()
-  if tags.on then
-    start.label = self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")
-    tags.note(start.label)
-  else
-    start.label = nil
+  local start = pending[key]
+  if not start then
+    local pool = self.pool
+    local n = #pool
+    if n > 0 then
+      start = pool[n]
+      pool[n] = nil
+    else
+      start = {}
+    end
+    if self.npending >= PENDING_MAX then
+      -- requests whose log phase never ran: forgotten
+      pending = setmetatable({}, { __mode = "k" })
+      self.pending, self.npending = pending, 0
+    end
+    pending[key] = start
+    self.npending = self.npending + 1
   end
-  ngx.ctx.perfev_start = start
+  for i = 1, self.n do start[i] = t[i] or 0 end
   return true
 end
 
@@ -244,7 +333,7 @@ end
 local function flush_label(self, label, acc)
   local dict, keys = self.dict, self.layout.keys
   -- the counters' series (requests, sums) all the first time
-  local all = not acc.written and self.n + 1 or 0
+  local all = not acc.written and self.layout.counters or 0
   for pos = 1, self.layout.width do
     local v = acc[pos]
     if v ~= 0 or pos <= all then
@@ -312,40 +401,59 @@ function _M.flush(self)
   return ok, err and "perfev.resty: " .. err
 end
 
--- In log_by_lua*: adds this request's counts to its label. Returns the
--- table of its counts by event name (reused by the next call).
+-- In log_by_lua*: counts this request under its label and, when start()
+-- measured it, adds its counts. Returns the table of its counts by event
+-- name (reused by the next call); with sample = K, true for a request not
+-- measured.
 function _M.finish(self, label)
   if type(self) ~= "table" then self, label = nil, self end
-  self = self_or_default(self)
+  if getmetatable(self) ~= mt then self = _M.default end
   if not self then return nil, "perfev.resty: init() was not called in init_worker_by_lua" end
-  local ctx = ngx.ctx
-  local start = ctx.perfev_start
-  if not start then return nil, "perfev.resty: start() did not run for this request" end
-  ctx.perfev_start = nil
+  -- measured: start() kept its counts under the request (with sample = K,
+  -- nothing is kept when no request is pending)
+  local start
+  if self.npending > 0 or self.sample == 1 then
+    local key = request_key()
+    local pending = self.pending
+    start = pending[key]
+    if start then
+      pending[key] = nil
+      self.npending = self.npending - 1
+    end
+  end
+  if not start and self.sample == 1 then
+    return nil, "perfev.resty: start() did not run for this request"
+  end
   local t = self.t
-  local ok, err = self.g:read(t)
-  if not ok then return nil, "perfev.resty: " .. tostring(err) end
-  if start.label then tags.forget() end
-  label = label and self.names:get(label) or start.label
-          or self.names:get((self.label and self.label(ngx)) or ngx.var.uri or "")
+  if start then
+    local ok, err = self.g:read(t)
+    if not ok then return nil, "perfev.resty: " .. tostring(err) end
+  end
+  if tags.on then tags.forget() end
+  label = self.names:get(label or (self.label and self.label(ngx)) or ngx.var.uri or "")
   local acc = self.sums[label]
   if not acc then
     acc = series.acc(self.layout)
     self.sums[label] = acc
   end
-  series.add(self.layout, acc, t, start, self.delta, self.events)
-  local pool = self.pool
-  if #pool < 256 then pool[#pool + 1] = start end
+  local result = true
+  if start then
+    series.add(self.layout, acc, t, start, self.delta, self.events, self.sample)
+    local pool = self.pool
+    if #pool < 256 then pool[#pool + 1] = start end
+    result = self.delta
+  else
+    acc[1] = acc[1] + 1
+  end
   if self.dict and self.flush_every == 0 then
-    local full
-    ok, err, full = flush_label(self, label, acc)
+    local ok, err, full = flush_label(self, label, acc)
     if full then
       label, acc = to_overflow(self, label)
       ok, err = flush_label(self, label, acc)
     end
     if not ok then return nil, "perfev.resty: " .. tostring(err) end
   end
-  return self.delta
+  return result
 end
 
 -- The metrics in the Prometheus text exposition format (version 0.0.4):
@@ -359,17 +467,22 @@ function _M.collect(self)
   self:flush()
   local counts, hist = series.read(self.layout, self.dict, self.sums)
   local out = {}
-  prom.counter(out, self.prefix .. "requests_total", "Requests measured by perfev", counts[0], 1, "uri")
+  prom.counter(out, self.prefix .. "requests_total", "Requests counted by perfev", counts[0], 1, "uri")
+  -- with sample = 1 every request counted is measured
+  prom.counter(out, self.prefix .. "measured_total", ("Requests whose events were measured (sample = %d: one in %d; "
+               .. "the sums and buckets count each %d times)"):format(self.sample, self.sample, self.sample),
+               self.layout.measured and counts.m or counts[0], 1, "uri")
+  local est = self.sample > 1 and (" (estimated: one request in %d measured)"):format(self.sample) or ""
   for i, ev in ipairs(self.events) do
     local name, help, _, divisor = metric_of(ev)
-    prom.counter(out, self.prefix .. name .. "_total", help, counts[i], divisor, "uri")
+    prom.counter(out, self.prefix .. name .. "_total", help .. est, counts[i], divisor, "uri")
   end
   for i, ev in ipairs(self.events) do
     local h = self.layout.hist[i]
     if h then
       local name, _, help, divisor = metric_of(ev)
-      prom.histogram(out, self.prefix .. name, help, { bounds = h.bounds, le = h.le, by = hist[i] }, counts[i],
-                     divisor, "uri")
+      prom.histogram(out, self.prefix .. name, help .. est, { bounds = h.bounds, le = h.le, by = hist[i] },
+                     counts[i], divisor, "uri")
     end
   end
   -- what each event counts in this worker: scope="user" when the kernel

@@ -1,8 +1,8 @@
--- examples/openresty for the specs that run it (spec/openresty_spec.lua,
--- spec/openresty_prometheus_spec.lua): nginx started as doc/openresty.md
--- says (examples/openresty/run.sh) from its own prefix directory on
--- 127.0.0.1 at a free port, and stopped; shell helpers that work under
--- check-asan; polling.
+-- examples/openresty for the specs that run it (spec/openresty*_spec.lua):
+-- nginx started as doc/openresty.md says (examples/openresty/run.sh) from
+-- its own prefix directory on 127.0.0.1 at a free port, and stopped (or a
+-- spec's whole site: M.site); shell helpers that work under check-asan;
+-- polling; go tool pprof run and read (M.pprof, M.top).
 --   local O = require "spec.support.openresty"
 local shell = require "spec.support.shell"
 
@@ -143,6 +143,81 @@ local function metrics_with(base, uri, n)
   return text
 end
 
+-- site{ conf =, edits =, fds = } -> site: nginx started for a spec in a
+-- directory of its own (site.dir: nginx/ the prefix, home/ go's home),
+-- from examples/openresty/nginx.conf, or `conf` (a configuration's text,
+-- with the example's `listen 127.0.0.1:8080;`), each of `edits` ({ pattern,
+-- replacement } of string.gsub) changing it exactly once; once each worker
+-- holds `fds` perf fds (default M.EVENTS, its group of counters). Raises
+-- when it cannot. site.port, site.master, site.base (http://127.0.0.1:PORT);
+-- site:stop() stops nginx and removes the directory.
+local function site(opts)
+  opts = opts or {}
+  local dir = shell.tmpdir()
+  sh("mkdir -p " .. dir .. "/nginx " .. dir .. "/home")
+  local s = { dir = dir }
+  function s.stop()
+    stop(s.master)
+    shell.rmdir(dir)
+  end
+  local env
+  if opts.conf or opts.edits then
+    local conf = opts.conf or assert(shell.read_file("examples/openresty/nginx.conf"))
+    for _, e in ipairs(opts.edits or {}) do
+      local n
+      conf, n = conf:gsub(e[1], e[2])
+      if n ~= 1 then
+        s.stop()
+        error(("the configuration has %d places for '%s', not 1"):format(n, e[1]), 2)
+      end
+    end
+    write(dir .. "/nginx.conf", conf)
+    env = "NGINX_CONF=" .. dir .. "/nginx.conf"
+  end
+  local out
+  s.port, s.master, out = start(dir .. "/nginx", env)
+  if not s.master then
+    s.stop()
+    error(out, 2)
+  end
+  if not ready(s.master, opts.fds or M.EVENTS) then
+    local log = shell.read_file(dir .. "/nginx/logs/error.log") or ""
+    s.stop()
+    error("no workers holding their events: " .. log:sub(-1500), 2)
+  end
+  s.base = "http://127.0.0.1:" .. s.port
+  return s
+end
+
+-- pprof(home, args[, before]) -> output, status: go tool pprof with its
+-- home (where it saves the profiles it fetches) in `home`, after `before`
+-- (commands started in the background, waited for after it).
+local function pprof(home, args, before)
+  return run(("%sHOME=%s PPROF_TMPDIR=%s go tool pprof %s 2>&1; s=$?; wait; (exit $s)")
+             :format(before or "", home, home, args))
+end
+
+-- top(text) -> { [name] = { flat =, cum = } }: go tool pprof -top's lines,
+-- in ms for times, counts otherwise.
+local function top(text)
+  local scale = { ns = 1e-6, us = 1e-3, ["\194\181s"] = 1e-3, ms = 1, s = 1e3, [""] = 1 }
+  local function num(v)
+    local n, unit = v:match("^([%d.]+)(%D*)$")
+    return n and scale[unit] and tonumber(n) * scale[unit]
+  end
+  local t = {}
+  for line in text:gmatch("[^\n]+") do
+    local flat, cum, name = line:match("^%s*(%S+)%s+%S+%%%s+%S+%%%s+(%S+)%s+%S+%%%s+(.-)%s*$")
+    if flat and num(flat) and num(cum) then t[name] = { flat = num(flat), cum = num(cum) } end
+  end
+  return t
+end
+
+-- cum(text, name) -> go tool pprof -top's cum of `name` (ms) | nil
+local function cum(text, name)
+  local f = top(text)[name]
+  return f and f.cum
+end
 
 M.sh = sh
 M.run = run
@@ -157,5 +232,9 @@ M.stop = stop
 M.ready = ready
 M.metric = metric
 M.metrics_with = metrics_with
+M.site = site
+M.pprof = pprof
+M.top = top
+M.cum = cum
 
 return M

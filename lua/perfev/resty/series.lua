@@ -3,10 +3,14 @@
 -- array (`acc`), added to by each request and zeroed when flushed:
 --   acc[1]                 requests
 --   acc[1 + i]             the sum of event i (the kernel's unit: ns, counts)
+--   acc[m]                 requests measured (m = n + 2: only with option
+--                          sample > 1; otherwise every request is)
 --   acc[h.off + b]         requests of event i in bucket b of its histogram
 --                          (b = #h.bounds + 1: above every bound)
+-- With sample = K each measured request stands for K: its counts are added
+-- K times to the sums and its bucket (M.add's weight).
 -- The dict's key of a series is its prefix (keys[pos]) and the label:
--- "0\t/work/light", "1\t/work/light", "h1\t3\t/work/light".
+-- "0\t/work/light", "1\t/work/light", "m\t/work/light", "h1\t3\t/work/light".
 local prom = require "perfev.resty.prom"
 
 local M = {}
@@ -20,13 +24,14 @@ local function ascending(list)
   return true
 end
 
--- M.layout(events, divisors, buckets) -> layout | nil, message
+-- M.layout(events, divisors, buckets, sampled) -> layout | nil, message
 --   divisors  per event: from the kernel's unit to the metric's base unit
 --             (1e9: the event is a clock, in seconds)
 --   buckets   nil: the defaults (prom.SECONDS for clocks, prom.COUNTS
 --             otherwise); false: no histograms; a table by event name:
 --             its upper bounds in the base unit, ascending, or false
-function M.layout(events, divisors, buckets)
+--   sampled   true: a series of the requests measured (option sample > 1)
+function M.layout(events, divisors, buckets, sampled)
   if buckets ~= nil and buckets ~= false and type(buckets) ~= "table" then
     return nil, "option 'buckets' must be false or a table of upper bounds by event name"
   end
@@ -43,7 +48,12 @@ function M.layout(events, divisors, buckets)
   local n = #events
   local keys = { "0\t" }
   for i = 1, n do keys[1 + i] = i .. "\t" end
-  local width, hist = 1 + n, {}
+  local width, hist, measured = 1 + n, {}, nil
+  if sampled then
+    width = width + 1
+    measured = width
+    keys[measured] = "m\t"
+  end
   for i, ev in ipairs(events) do
     local list
     if buckets == nil then
@@ -67,7 +77,8 @@ function M.layout(events, divisors, buckets)
       hist[i] = h
     end
   end
-  return { n = n, width = width, keys = keys, hist = hist }
+  -- the counters' positions: requests, sums, measured
+  return { n = n, width = width, keys = keys, hist = hist, measured = measured, counters = measured or 1 + n }
 end
 
 -- A label's series, all 0.
@@ -77,22 +88,36 @@ function M.acc(layout)
   return acc
 end
 
--- M.add(layout, acc, t, start, delta, events): one request whose counts
--- were `start` before it and `t` after it; delta[name] its counts.
-function M.add(layout, acc, t, start, delta, events)
+-- The bucket of d among ascending bounds: the first whose bound d does not
+-- exceed, #bounds + 1 above them all (a binary search: 5 steps for the 17
+-- default bounds of a clock, where a scan took up to 18).
+local function bucket(bounds, d)
+  local lo, hi = 1, #bounds + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if d > bounds[mid] then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+M.bucket = bucket
+
+-- M.add(layout, acc, t, start, delta, events, weight): one request
+-- measured, whose counts were `start` before it and `t` after it;
+-- delta[name] its counts. weight (the option sample's K): how many
+-- requests it stands for in the sums and buckets.
+function M.add(layout, acc, t, start, delta, events, weight)
   acc[1] = acc[1] + 1
+  local m = layout.measured
+  if m then acc[m] = acc[m] + 1 end
   local hist = layout.hist
   for i = 1, layout.n do
     local d = (t[i] or 0) - start[i]
     delta[events[i]] = d
-    acc[i + 1] = acc[i + 1] + d
+    acc[i + 1] = acc[i + 1] + d * weight
     local h = hist[i]
     if h then
-      local bounds = h.bounds
-      local b, nb = 1, #bounds
-      while b <= nb and d > bounds[b] do b = b + 1 end
-      local pos = h.off + b
-      acc[pos] = acc[pos] + 1
+      local pos = h.off + bucket(h.bounds, d)
+      acc[pos] = acc[pos] + weight
     end
   end
 end
@@ -115,12 +140,18 @@ end
 
 -- M.read(layout, dict, worker) -> counts, hist: what the dict holds (or,
 -- without a dict, this worker's sums: { [label] = acc }), as
--- counts[i][label] (i = 0: requests) and hist[i][label][b].
+-- counts[i][label] (i = 0: requests; i = "m": requests measured, with
+-- option sample > 1) and hist[i][label][b].
 function M.read(layout, dict, worker)
   local counts, hist = {}, {}
   for i = 0, layout.n do counts[i] = {} end
+  counts.m = {}
   for i in pairs(layout.hist) do hist[i] = {} end
   local function put(key, v)
+    if key:sub(1, 2) == "m\t" then
+      counts.m[key:sub(3)] = v
+      return
+    end
     local i, label = key:match("^(%d+)\t(.*)$")
     if i then
       i = tonumber(i)

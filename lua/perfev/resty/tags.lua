@@ -19,8 +19,9 @@ local M = {}
 M.MAX = 1024           -- requests noted at once per worker (a leak bound: one never logged)
 
 -- the requests in flight that were noted: request (thread.exdata's
--- lightuserdata, a cheap key: no FFI on the request path) -> tags; and the
--- tags string of each uri label, made once
+-- pointer, a cdata made anew by each call, as a number: the same request
+-- is the same key) -> tags; and the tags string of each uri label, made
+-- once
 local byreq, count = {}, 0
 local of_label, labels = {}, 0
 local ffi, exdata, getexdata
@@ -69,8 +70,9 @@ end
 -- (rewrite or access phase; label: its uri label value).
 function M.note(label)
   if not M.on or not load() then return end
-  local r = exdata()
-  if r == nil then return end
+  local p = exdata()
+  if p == nil then return end
+  local r = address(p)
   local tags = of_label[label]
   if not tags then
     tags = "uri\2" .. label
@@ -93,8 +95,9 @@ end
 -- forget(): the current request is over (log phase).
 function M.forget()
   if count == 0 then return end
-  local r = exdata and exdata()
-  if r ~= nil and byreq[r] then
+  local p = exdata and exdata()
+  local r = p ~= nil and address(p)
+  if r and byreq[r] then
     byreq[r] = nil
     count = count - 1
   end
@@ -109,10 +112,7 @@ function M.of(thread)
   if not addr then return nil end
   local want = address(getexdata(ffi.cast("void *", addr)))
   if want == 0 then return nil end
-  for r, tags in pairs(byreq) do
-    if address(r) == want then return tags end
-  end
-  return nil
+  return byreq[want]
 end
 
 -- start(): this worker's profiler takes tags from now on (true), or why
