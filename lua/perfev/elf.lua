@@ -234,7 +234,7 @@ local function read_table(e, f, sec, labels)
   end
   local list = {}
   -- Lua 5.3+: one string.unpack per symbol (fast); LuaJIT: the byte readers
-  local unpack = compat.unpack
+  local unpack = compat.fast.unpack
   local fmt = (e.be and ">" or "<") .. "I4BBI2I8I8"
   for p = 1, #data - SYM_SIZE + 1, SYM_SIZE do
     local name, info, other, shndx, value, size
