@@ -125,11 +125,8 @@ local function must(s, err) if not s then error(err, 0) end return s end
 
 -- read_headers(f, path) -> elf: the ELF header, the section and program
 -- headers and the section names; symbol tables are read on demand. Raises
--- (open() turns that into nil, message).
-function M.read_headers(f, path)
-  if io.type(f) ~= "file" then
-    require("perfev.options").raisef("perfev.elf.read_headers: expects an open file, got %s", type(f))
-  end
+-- (open() turns that into nil, message). Internal: open_file's.
+local function read_headers(f, path)
   local ident, rerr = f:read(16)
   if not ident and rerr then error(("cannot read %s: %s"):format(path, rerr), 0) end
   if not ident or #ident < 16 or ident:sub(1, 4) ~= "\127ELF" then
@@ -196,7 +193,7 @@ local function open_file(path, fname)
   check_path(path, fname)
   local f, msg = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
-  local ok, e = pcall(M.read_headers, f, path)
+  local ok, e = pcall(read_headers, f, path)
   if not ok then f:close(); return nil, e end
   return e, f
 end
@@ -439,7 +436,6 @@ local function better(a_size, a_bind, a_name, b_size, b_bind, b_name)
   if #a_name ~= #b_name then return #a_name > #b_name end
   return true
 end
-M.better = better
 
 -- finish(list) -> { starts, ends, names, n }: sorts the symbols of list
 -- ({ { start, size, bind, name } }) by start, keeps the best symbol of
@@ -447,7 +443,11 @@ M.better = better
 -- the end of its page + 4096, for the last).
 function M.finish(list)
   if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
-  if core and core.elf_finish then return core.elf_finish(list) end   -- the same, in C (csrc/symbols/elf.c)
+  if core and core.elf_finish then   -- the same, in C (csrc/symbols/elf.c)
+    local ok, out = pcall(core.elf_finish, list)
+    if not ok then refuse("finish", "%s", (tostring(out):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev%.elf: finish: ", ""))) end
+    return out
+  end
   -- sort by start, equal starts in the table's order (perf's rb-tree):
   -- the distinct starts are sorted as plain numbers (fast), each with the
   -- symbols at it in their order

@@ -305,7 +305,7 @@ local function trace_output(self, h, rec)
     self.ksym = function(v)
       local e = S:resolve(-1, v, "kernel")
       if not e.name then return nil end
-      local _, x = symbols.split(v)      -- the address in the entry's space: a plain number
+      local _, x = symbols.fast.split(v)      -- the address in the entry's space: a plain number
       return e.name, x - e.start
     end
   end
@@ -686,7 +686,7 @@ local function public_row(self, h, r)
     period = r.period, samples = r.samples,
     comm = r.comm, pid = r.pid, tid = r.tid, cpu = r.cpu, thread_comm = r.thread_comm,
     dso = e.dso.short, dso_path = e.dso.name, sym = e.name, level = r.level,
-    symbol = symbols.format(e), address = not e.name and symbols.format(e) or nil,
+    symbol = symbols.fast.format(e), address = not e.name and symbols.fast.format(e) or nil,
   }
   if self.children then
     row.children = h.period > 0 and 100 * r.children_period / h.period or 0
@@ -705,6 +705,9 @@ end
 -- false; default: a bar on stderr when it is a terminal and it runs long).
 function M.open(src, opts)
   opts = options.check(opts, OPTIONS, "perfev.report")
+  if type(src) ~= "string" and io.type(src) ~= "file" then   -- (perfdata.open's message named perfdata.open)
+    options.raisef("perfev.report: expected a path, \"-\" or a file handle, got %s", options.describe(src))
+  end
   local fields, why
   if opts.fields then
     fields, why = keys.parse_fields(opts.fields)

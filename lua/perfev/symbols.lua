@@ -26,6 +26,12 @@
 --    "[module]" as perf names their dso.
 --  * what no map covers: dso "[unknown]", the address as the symbol.
 --
+-- Every function of the module checks what it is given and refuses a
+-- wrong value at the caller's line naming the function. symbols.fast
+-- (internal: report's per-frame and per-row path, which passes addresses
+-- and entries it made; not part of the API) holds split, hex, find,
+-- format and callchain_name without those checks.
+--
 -- Addresses: Lua 5.3/5.4 give u64 addresses as integers (kernel ones
 -- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
 -- address is turned at once into a space and a non-negative number below
@@ -37,6 +43,19 @@ local compat = require "perfev.compat"
 local fs = require "perfev.fs"
 
 local M = {}
+local F = {}   -- symbols.fast: the unchecked functions (see above)
+M.fast = F
+
+-- A caller's wrong value, raised at its line naming the function.
+local function refuse(fname, fmt, ...)
+  require("perfev.options").raisef("perfev.symbols.%s: " .. fmt, fname, ...)
+end
+local function describe(v) return require("perfev.options").describe(v) end
+local SPACES = { u = true, k = true, c = true, x = true }
+-- an address as split() takes it: a number or (LuaJIT) a 64-bit cdata
+local function is_address(v) return type(v) == "number" or type(v) == "cdata" end
+-- a value hex() prints: an integer (a float with an integer value, a cdata)
+local function is_value(v) return require("perfev.options").is_integer(v) end
 
 -- ---------------------------------------------------------------------------
 -- Addresses: the one place that knows how a runtime holds a u64.
@@ -92,13 +111,17 @@ else
     return "k", tonumber(ip - C_KBASE)
   end
 end
-M.split = split
+F.split = split
+function M.split(ip)
+  if not is_address(ip) then refuse("split", "expects an address (an integer), got %s", describe(ip)) end
+  return split(ip)
+end
 
 local function hex_parts(hi, lo)
   return ("0x%08x%08x"):format(hi, lo)
 end
 
-function M.hex(space, v)
+local function hex(space, v)
   if v == 0 and space ~= "k" then return "0000000000000000" end   -- C's %#x prints no 0x for 0
   if KBASE_INT and is_integer(v) then
     if space == "k" then v = v + KBASE_INT end
@@ -110,6 +133,17 @@ function M.hex(space, v)
   if space == "k" then hi = hi + 0xffff8000 end
   return hex_parts(hi % TWO32, lo)
 end
+F.hex = hex
+local function check_value(fname, space, v)
+  if not SPACES[space] then
+    refuse(fname, "the space must be 'u', 'k', 'c' or 'x' (as split returns it), got %s", describe(space))
+  end
+  if not is_value(v) then refuse(fname, "the value must be an integer (as split returns it), got %s", describe(v)) end
+end
+function M.hex(space, v)
+  check_value("hex", space, v)
+  return hex(space, v)
+end
 
 -- A kernel address of /proc/kallsyms (16 hex digits) -> v, or nil below the base.
 local function kernel_v(s)
@@ -118,7 +152,10 @@ local function kernel_v(s)
   if not low or low < KSPAN then return nil end
   return low - KSPAN
 end
-M.kernel_v = kernel_v
+function M.kernel_v(s)
+  if type(s) ~= "string" then refuse("kernel_v", "expects 16 hex digits of /proc/kallsyms, got %s", describe(s)) end
+  return kernel_v(s)
+end
 
 -- ---------------------------------------------------------------------------
 -- Symbol tables: sorted parallel lists starts/ends/names (numbers as above).
@@ -136,14 +173,24 @@ local function find(t, v)
   if v < t.ends[lo] then return lo end
   return nil
 end
-M.find = find
+F.find = find
+function M.find(t, v)
+  if type(t) ~= "table" or type(t.starts) ~= "table" or type(t.ends) ~= "table" or type(t.n) ~= "number" then
+    refuse("find", "expects a symbol table ({ starts, ends, names, n }), got %s", describe(t))
+  end
+  if type(v) ~= "number" then refuse("find", "the value must be a number, got %s", describe(v)) end
+  return find(t, v)
+end
 
 local EMPTY = { starts = {}, ends = {}, names = {}, n = 0 }
 
 local function tohex(raw)
   return (raw:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
 end
-M.tohex = tohex
+function M.tohex(raw)
+  if type(raw) ~= "string" then refuse("tohex", "expects the raw bytes, a string, got %s", describe(raw)) end
+  return tohex(raw)
+end
 
 local function exists(path)
   local f = io.open(path, "rb")
@@ -630,7 +677,8 @@ function M.demangle(entries)
     require("perfev.options").arg(entries, "table", "perfev.symbols.demangle", "the entries")
   end
   local todo, seen = {}, {}
-  for _, e in ipairs(entries) do
+  for i, e in ipairs(entries) do
+    if type(e) ~= "table" then refuse("demangle", "entries[%d] must be an entry of S:resolve, got %s", i, describe(e)) end
     local n = e.name
     if n and n:sub(1, 2) == "_Z" and not e.demangled then
       if demangled[n] then
@@ -671,26 +719,47 @@ end
 
 -- callchain_name(e) -> a callchain frame as perf prints it: the name, or
 -- the address in C's %#x (0x and no leading zeros; 0 for zero).
-function M.callchain_name(e)
+local function callchain_name(e)
   if e.name then return e.name end
   local s = e.chain_text
   if not s then
     if e.addr == 0 and e.space ~= "k" then s = "0"
-    else s = M.hex(e.space, e.addr):gsub("^0x0+(%x)", "0x%1") end
+    else s = hex(e.space, e.addr):gsub("^0x0+(%x)", "0x%1") end
     e.chain_text = s
   end
   return s
 end
 
+F.callchain_name = callchain_name
+
 -- format(e) -> the symbol as perf prints it: the name, or 0x and 16 digits.
-function M.format(e)
+local function format(e)
   if e.name then return e.object_text or e.name end
   local s = e.text
   if not s then
-    s = M.hex(e.space, e.addr)
+    s = hex(e.space, e.addr)
     e.text = s
   end
   return s
+end
+F.format = format
+
+-- an entry S:resolve returned: named, or its space and address
+local function check_entry(fname, e)
+  if type(e) ~= "table" then refuse(fname, "expects an entry of S:resolve, got %s", describe(e)) end
+  if e.name ~= nil then
+    if type(e.name) ~= "string" then refuse(fname, "the entry's name must be a string, got %s", describe(e.name)) end
+    return
+  end
+  check_value(fname, e.space, e.addr)
+end
+function M.callchain_name(e)
+  check_entry("callchain_name", e)
+  return callchain_name(e)
+end
+function M.format(e)
+  check_entry("format", e)
+  return format(e)
 end
 
 return M
