@@ -74,7 +74,9 @@ end
 
 local native_rawlen = rawget(_G, "rawlen")
 function M.rawlen(v)
-  if type(v) ~= "table" and type(v) ~= "string" then refuse("rawlen", "expects a table or a string, got %s", kind(v)) end
+  if type(v) ~= "table" and type(v) ~= "string" then
+    refuse("rawlen", "expects a table or a string, got %s", kind(v))
+  end
   if native_rawlen then return native_rawlen(v) end
   return #v
 end

@@ -445,7 +445,9 @@ function M.finish(list)
   if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
   if core and core.elf_finish then   -- the same, in C (csrc/symbols/elf.c)
     local ok, out = pcall(core.elf_finish, list)
-    if not ok then refuse("finish", "%s", (tostring(out):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev%.elf: finish: ", ""))) end
+    if not ok then
+      refuse("finish", "%s", (tostring(out):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev%.elf: finish: ", "")))
+    end
     return out
   end
   -- sort by start, equal starts in the table's order (perf's rb-tree):

@@ -678,7 +678,9 @@ function M.demangle(entries)
   end
   local todo, seen = {}, {}
   for i, e in ipairs(entries) do
-    if type(e) ~= "table" then refuse("demangle", "entries[%d] must be an entry of S:resolve, got %s", i, describe(e)) end
+    if type(e) ~= "table" then
+      refuse("demangle", "entries[%d] must be an entry of S:resolve, got %s", i, describe(e))
+    end
     local n = e.name
     if n and n:sub(1, 2) == "_Z" and not e.demangled then
       if demangled[n] then
