@@ -325,14 +325,26 @@ describe("wrong arguments to the Lua layer", function()
         ["perfdata.writer"] = assert(pd.create(tmp .. ".data", f)),
         profile = assert(perfev.profile {}),
         report = assert(require("perfev.report").open("spec/fixtures/perfdata/small.data")),
+        -- perfev.symbols' symbolizer, perfev.elf's objects, the kernel's
+        -- table (issue 20 item 8: S.resolve(42) "attempt to index a
+        -- number value (local 'self')")
+        symbols = require("perfev.symbols").new { kallsyms = false },
+        elf = assert(require("perfev.elf").open("/bin/sh")),
       }
+      local k = require("perfev.symbols.kallsyms").open("/proc/kallsyms")
+      if k then objects.kallsyms = k
+      else print("\n  api sweep: /proc/kallsyms unreadable or hidden: perfev.symbols.kallsyms's table not swept") end
       local others = {}
       for _, o in pairs(objects) do others[#others + 1] = o end
       local calls = 0
+      local nclasses = 0
       for name, o in pairs(objects) do
         calls = calls + sweep_class(name, getmetatable(o), others, true)
+        nclasses = nclasses + 1
       end
       assert.is_true(calls > 1000, "calls " .. calls)
+      print(("\n  api sweep: %d calls of the methods of %d Lua-written classes with a wrong self"):format(
+        calls, nclasses))
       for _, o in pairs(objects) do
         local close = getmetatable(o).close
         if close then close(o) end

@@ -94,6 +94,12 @@ end
 local Elf = {}
 Elf.__index = Elf
 
+-- own(self, method): the check at the top of every method (options.self:
+-- one called with '.' instead of ':' gets its first argument as self).
+local function own(self, method)
+  if getmetatable(self) ~= Elf then require("perfev.options").self(self, Elf, "perfev.elf", method) end
+end
+
 -- Decodes one struct at p of s: fields is a list of { name, reader, offset }
 -- (and fields.fmt: the same fields as string.unpack reads them, in order,
 -- one call where Lua 5.3+ has it).
@@ -208,6 +214,7 @@ end
 
 -- e:section(name) -> the section header named so | nil
 function Elf:section(name)
+  own(self, "section")
   for _, s in ipairs(self.sections) do
     if s.sname == name then return s end
   end
@@ -279,6 +286,7 @@ end
 -- each table { name, value, size, kind, bind, table } (read once, then
 -- cached on the object).
 function Elf:symbols()
+  own(self, "symbols")
   if self.syms then return self.syms end
   local f, msg = io.open(self.path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
@@ -315,6 +323,7 @@ local RANK = { global = 1, weak = 2, ["local"] = 3, other = 4 }
 -- tells where it came from (sym.table) and how many definitions there were
 -- (sym.count).
 function Elf:find(name)
+  own(self, "find")
   local syms, err = self:symbols()
   if not syms then return nil, err end
   local best, count
@@ -358,6 +367,7 @@ end
 -- e:offset(vaddr) -> file offset | nil, message: through the PT_LOAD
 -- segment whose file-backed part holds the address.
 function Elf:offset(vaddr)
+  own(self, "offset")
   for _, ph in ipairs(self.segments) do
     if vaddr >= ph.vaddr and vaddr - ph.vaddr < ph.filesz then
       return vaddr - ph.vaddr + ph.offset

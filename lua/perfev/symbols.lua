@@ -30,7 +30,9 @@
 -- wrong value at the caller's line naming the function. symbols.fast
 -- (internal: report's per-frame and per-row path, which passes addresses
 -- and entries it made; not part of the API) holds split, hex, find,
--- format and callchain_name without those checks.
+-- format and callchain_name without those checks, and the methods
+-- resolve, cache and unknown_entry without their self check (called as
+-- fast.resolve(S, ...)).
 --
 -- Addresses: Lua 5.3/5.4 give u64 addresses as integers (kernel ones
 -- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
@@ -299,6 +301,16 @@ end
 local Sym = {}
 Sym.__index = Sym
 
+-- own(self, method): the check at the top of every method (options.self:
+-- one called with '.' instead of ':' gets its first argument as self),
+-- one metatable compare when self is a symbolizer. report's per-sample
+-- and per-frame calls (S:resolve, S:cache, S:unknown_entry) and
+-- S:resolve's own S:table go to the same functions unchecked, in
+-- symbols.fast (the check cost ~35 ns a call, half of a cached S:resolve).
+local function own(self, method)
+  if getmetatable(self) ~= Sym then require("perfev.options").self(self, Sym, "perfev.symbols", method) end
+end
+
 -- symbols.new(opts) -> a symbolizer. opts: build_ids (perf.data's build_id
 -- feature list, or { [filename] = raw id }), kallsyms (path, or false:
 -- no kernel names; default /proc/kallsyms), debug_dir (~/.debug),
@@ -327,6 +339,7 @@ function M.new(opts)
 end
 
 function Sym:dso(name, kind, short)
+  own(self, "dso")
   local d = self.dsos[name]
   if not d then
     -- rank: perf orders callchain siblings of different dsos by its dso
@@ -341,7 +354,7 @@ function Sym:dso(name, kind, short)
 end
 
 -- The symbol table of a dso, loaded on first use.
-function Sym:table(d)
+local function sym_table(self, d)
   local t = d.syms
   if t then return t end
   if d.kind == "elf" then t = load_elf(self, d)
@@ -349,6 +362,10 @@ function Sym:table(d)
   else t = EMPTY end
   d.syms = t
   return t
+end
+function Sym:table(d)
+  own(self, "table")
+  return sym_table(self, d)
 end
 
 -- The kernel's symbols, as perf report finds them: the copy of
@@ -358,6 +375,7 @@ end
 -- costs the kernel ~80 ms to format on every read), else /proc/kallsyms
 -- when the running kernel is the recorded one.
 function Sym:kernel_table()
+  own(self, "kernel_table")
   if self.kallsyms_path == false then return nil end
   local path = self.kallsyms_path
   if not path then
@@ -429,6 +447,7 @@ local MISC_CPUMODE_KERNEL = 1
 -- S:mmap(rec): an mmap or mmap2 record (pid, addr, len, pgoff, filename,
 -- misc, prot). Kernel maps (pid -1, kernel cpumode) only mark the kernel.
 function Sym:mmap(rec)
+  own(self, "mmap")
   local space, start = split(rec.addr)
   local name = rec.filename or ""
   local lspace, len = split(rec.len or 0)
@@ -451,6 +470,7 @@ end
 
 -- S:add_map(pid, start, stop, pgoff, filename, prot): one mapping (user space).
 function Sym:add_map(pid, start, stop, pgoff, name, prot)
+  own(self, "add_map")
   local anon, nodso = is_anon(name), is_nodso(name)
   local d
   if (anon or nodso) and prot % 8 >= PROT_EXEC then
@@ -469,6 +489,7 @@ end
 -- S:fork(rec): a fork record; a new process (pid ~= ppid) gets a copy of
 -- its parent's maps, a new thread shares its process's.
 function Sym:fork(rec)
+  own(self, "fork")
   if rec.pid == rec.ppid then return end
   local parent = self.procs[rec.ppid]
   local p = proc(self, rec.pid)
@@ -482,6 +503,7 @@ end
 
 -- S:proc(pid): the executable mappings of a live process, from /proc/PID/maps.
 function Sym:proc(pid)
+  own(self, "proc")
   local f, msg = io.open(("/proc/%d/maps"):format(pid), "r")
   if not f then return nil, msg end
   for line in f:lines() do
@@ -565,7 +587,7 @@ end
 -- sample's cpumode, or the callchain context). raw: the entry of an
 -- unresolved address keeps the address itself (perf's callchain nodes)
 -- instead of its offset in the file.
-function Sym:resolve(pid, ip, mode, raw)
+local function resolve(self, pid, ip, mode, raw)
   -- caches by the address as given (a Lua number); cdata (LuaJIT) by its value
   local key = ip
   if type(ip) ~= "number" then
@@ -603,7 +625,7 @@ function Sym:resolve(pid, ip, mode, raw)
       e = entry(self.unknown, nil, nil, space, v)
     else
       local off = m.ident and v or (v - m.start + m.pgoff)
-      local t = self:table(m.dso)
+      local t = sym_table(self, m.dso)
       -- each file offset is looked up once per table: processes of one
       -- executable (and the libraries every process maps) share them
       local i
@@ -623,15 +645,25 @@ function Sym:resolve(pid, ip, mode, raw)
   if cache and key then cache[key] = e end
   return e
 end
+F.resolve = resolve
+function Sym:resolve(pid, ip, mode, raw)
+  own(self, "resolve")
+  return resolve(self, pid, ip, mode, raw)
+end
 
 -- S:cache(pid, mode) -> the table S:resolve(pid, ip, mode, true) keeps
 -- its answers in, by ip (callers look there first: the hot path of a
 -- callchain walk), or nil.
-function Sym:cache(pid, mode)
+local function cache(self, pid, mode)
   if mode == "kernel" then return self.kcache end
   local p = self.procs[pid]
   if mode == "user" and p then return p.rawcache end
   return nil
+end
+F.cache = cache
+function Sym:cache(pid, mode)
+  own(self, "cache")
+  return cache(self, pid, mode)
 end
 
 -- demangle(entries): C++ names (_Z...) of resolved entries become what
@@ -714,9 +746,14 @@ function M.demangle(entries)
 end
 
 -- S:unknown_entry(ip) -> the entry of an address outside any map.
-function Sym:unknown_entry(ip)
+local function unknown_entry(self, ip)
   local space, v = split(ip)
   return entry(self.unknown, nil, nil, space, v)
+end
+F.unknown_entry = unknown_entry
+function Sym:unknown_entry(ip)
+  own(self, "unknown_entry")
+  return unknown_entry(self, ip)
 end
 
 -- callchain_name(e) -> a callchain frame as perf prints it: the name, or
