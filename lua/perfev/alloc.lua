@@ -220,8 +220,8 @@ function Alloc:__tostring()
   return ("perfev.alloc(period %.0f, %s)"):format(self.period, self.running and "running" or "stopped")
 end
 
-for name, fn in pairs(Alloc) do
-  if type(fn) == "function" and name:sub(1, 2) ~= "__" then
+for name, fn in pairs(Alloc) do   -- (__close and __tostring too)
+  if type(fn) == "function" then
     Alloc[name] = function(self, ...)
       options.self(self, Alloc, "perfev.alloc", name)
       return fn(self, ...)
@@ -278,6 +278,7 @@ function M.counter()
 end
 
 function Counter:read(t)
+  options.self(self, Counter, "perfev.alloc.counter", "read")
   t = t or {}
   self.ap:counts(t)
   t.gc_cycles = self.cycles
@@ -286,6 +287,7 @@ function Counter:read(t)
 end
 
 function Counter:close()
+  options.self(self, Counter, "perfev.alloc.counter", "close")
   if not self.on then return end
   self.on = false
   self.ap:close()
