@@ -368,6 +368,10 @@ end
 -- segment whose file-backed part holds the address.
 function Elf:offset(vaddr)
   own(self, "offset")
+  local options = require "perfev.options"
+  if not options.is_integer(vaddr) or vaddr < 0 then
+    options.raisef("perfev.elf: e:offset: the address must be a non-negative integer, got %s", options.describe(vaddr))
+  end
   for _, ph in ipairs(self.segments) do
     if vaddr >= ph.vaddr and vaddr - ph.vaddr < ph.filesz then
       return vaddr - ph.vaddr + ph.offset

@@ -311,6 +311,22 @@ local function own(self, method)
   if getmetatable(self) ~= Sym then require("perfev.options").self(self, Sym, "perfev.symbols", method) end
 end
 
+-- A method's wrong argument, raised at the caller's line naming the method.
+local function refuse_arg(method, fmt, ...)
+  require("perfev.options").raisef("perfev.symbols: S:%s: " .. fmt, method, ...)
+end
+local function expect(ok, method, what, v)
+  if not ok then refuse_arg(method, "%s, got %s", what, describe(v)) end
+end
+local function expect_address(v, method, what)
+  expect(is_address(v), method, what .. " must be an address (an integer)", v)
+end
+local function expect_optional(v, method, what)
+  expect(v == nil or is_value(v), method, what .. " must be an integer or nil", v)
+end
+local DSO_KINDS = { elf = true, perfmap = true, none = true, kernel = true, ["kernel-module"] = true }
+local MODES = { kernel = true, user = true }
+
 -- symbols.new(opts) -> a symbolizer. opts: build_ids (perf.data's build_id
 -- feature list, or { [filename] = raw id }), kallsyms (path, or false:
 -- no kernel names; default /proc/kallsyms), debug_dir (~/.debug),
@@ -340,6 +356,9 @@ end
 
 function Sym:dso(name, kind, short)
   own(self, "dso")
+  expect(type(name) == "string", "dso", "the name must be a string", name)
+  expect(DSO_KINDS[kind], "dso", "the kind must be 'elf', 'perfmap', 'none', 'kernel' or 'kernel-module'", kind)
+  expect(short == nil or type(short) == "string", "dso", "the short name must be a string or nil", short)
   local d = self.dsos[name]
   if not d then
     -- rank: perf orders callchain siblings of different dsos by its dso
@@ -365,6 +384,7 @@ local function sym_table(self, d)
 end
 function Sym:table(d)
   own(self, "table")
+  expect(type(d) == "table" and (d == self.unknown or self.dsos[d.name] == d), "table", "expects a dso of S:dso", d)
   return sym_table(self, d)
 end
 
@@ -448,6 +468,15 @@ local MISC_CPUMODE_KERNEL = 1
 -- misc, prot). Kernel maps (pid -1, kernel cpumode) only mark the kernel.
 function Sym:mmap(rec)
   own(self, "mmap")
+  expect(type(rec) == "table", "mmap", "expects an mmap record", rec)
+  expect_address(rec.addr, "mmap", "the record's addr")
+  if rec.len ~= nil then expect_address(rec.len, "mmap", "the record's len") end
+  if rec.pgoff ~= nil then expect_address(rec.pgoff, "mmap", "the record's pgoff") end
+  expect(rec.filename == nil or type(rec.filename) == "string", "mmap", "the record's filename must be a string",
+       rec.filename)
+  expect(is_value(rec.pid), "mmap", "the record's pid must be an integer", rec.pid)
+  expect_optional(rec.misc, "mmap", "the record's misc")
+  expect_optional(rec.prot, "mmap", "the record's prot")
   local space, start = split(rec.addr)
   local name = rec.filename or ""
   local lspace, len = split(rec.len or 0)
@@ -471,6 +500,12 @@ end
 -- S:add_map(pid, start, stop, pgoff, filename, prot): one mapping (user space).
 function Sym:add_map(pid, start, stop, pgoff, name, prot)
   own(self, "add_map")
+  expect(is_value(pid), "add_map", "the pid must be an integer", pid)
+  expect(type(start) == "number", "add_map", "the start must be a number (as split returns it)", start)
+  expect(type(stop) == "number", "add_map", "the stop must be a number (as split returns it)", stop)
+  expect(type(pgoff) == "number", "add_map", "the pgoff must be a number (as split returns it)", pgoff)
+  expect(type(name) == "string", "add_map", "the filename must be a string", name)
+  expect(is_value(prot), "add_map", "the prot must be an integer", prot)
   local anon, nodso = is_anon(name), is_nodso(name)
   local d
   if (anon or nodso) and prot % 8 >= PROT_EXEC then
@@ -490,6 +525,9 @@ end
 -- its parent's maps, a new thread shares its process's.
 function Sym:fork(rec)
   own(self, "fork")
+  expect(type(rec) == "table", "fork", "expects a fork record", rec)
+  expect(is_value(rec.pid) and is_value(rec.ppid), "fork", "the record's pid and ppid must be integers",
+       not is_value(rec.pid) and rec.pid or rec.ppid)
   if rec.pid == rec.ppid then return end
   local parent = self.procs[rec.ppid]
   local p = proc(self, rec.pid)
@@ -504,6 +542,7 @@ end
 -- S:proc(pid): the executable mappings of a live process, from /proc/PID/maps.
 function Sym:proc(pid)
   own(self, "proc")
+  expect(is_value(pid), "proc", "the pid must be an integer", pid)
   local f, msg = io.open(("/proc/%d/maps"):format(pid), "r")
   if not f then return nil, msg end
   for line in f:lines() do
@@ -648,6 +687,9 @@ end
 F.resolve = resolve
 function Sym:resolve(pid, ip, mode, raw)
   own(self, "resolve")
+  expect(is_value(pid), "resolve", "the pid must be an integer", pid)
+  expect_address(ip, "resolve", "the address")
+  expect(MODES[mode], "resolve", "the mode must be 'kernel' or 'user'", mode)
   return resolve(self, pid, ip, mode, raw)
 end
 
@@ -753,6 +795,7 @@ end
 F.unknown_entry = unknown_entry
 function Sym:unknown_entry(ip)
   own(self, "unknown_entry")
+  expect_address(ip, "unknown_entry", "the address")
   return unknown_entry(self, ip)
 end
 

@@ -91,6 +91,11 @@ end
 -- symbol, D or B)
 function K:find(v)
   own(self, "find")
+  if type(v) ~= "number" then
+    local options = require "perfev.options"
+    options.raisef("perfev.symbols.kallsyms: k:find: the value must be a number (an address - 0xffff800000000000),"
+                   .. " got %s", options.describe(v))
+  end
   local key, name, start, object = self.map:find(v)
   if key then return key, name, start, nil, object end
   local m
