@@ -187,16 +187,25 @@ end
 
 -- a:write(path[, format[, sample]]) -> true | nil, message, errno. pprof
 -- (.pb.gz) holds the four sample types; the others the one asked.
+-- output's refusals (in perfev.profile's words: it writes both) said as
+-- this method's
+local function said(method, ok, ...)
+  if not ok then fail(method .. ": " .. (options.strip_where((...)):gsub("^perfev%.profile: ", ""))) end
+  return ...
+end
+
 function Alloc:write(path, format, sample)
   local fmt = format or (type(path) == "string" and output.format_of(path))
   if fmt == "perfdata" then fail("perf.data holds events, not allocations: write .pb.gz, .folded, .svg or .txt") end
-  return output.write(self:profile(sample, fmt ~= "pprof"), path, format)
+  local p = self:profile(sample, fmt ~= "pprof")
+  return said("write", pcall(output.write, p, path, format))
 end
 
 -- a:format(fmt[, sample]) -> the bytes
 function Alloc:format(fmt, sample)
   if fmt == "perfdata" then fail("perf.data holds events, not allocations") end
-  return output.format(self:profile(sample, fmt ~= "pprof"), fmt)
+  local p = self:profile(sample, fmt ~= "pprof")
+  return said("format", pcall(output.format, p, fmt))
 end
 
 -- a:report([sample]) -> text like perf report --stdio, of one sample type
@@ -213,8 +222,8 @@ function Alloc:__tostring()
   return ("perfev.alloc(period %.0f, %s)"):format(self.period, self.running and "running" or "stopped")
 end
 
-for name, fn in pairs(Alloc) do
-  if type(fn) == "function" and name:sub(1, 2) ~= "__" then
+for name, fn in pairs(Alloc) do   -- (__close and __tostring too)
+  if type(fn) == "function" then
     Alloc[name] = function(self, ...)
       options.self(self, Alloc, "perfev.alloc", name)
       return fn(self, ...)
@@ -271,6 +280,10 @@ function M.counter()
 end
 
 function Counter:read(t)
+  options.self(self, Counter, "perfev.alloc.counter", "read")
+  if t ~= nil and type(t) ~= "table" then   -- (options.arg allocates: a read allocates nothing)
+    options.arg(t, "table", "perfev.alloc.counter: c:read", "the table to fill")
+  end
   t = t or {}
   self.ap:counts(t)
   t.gc_cycles = self.cycles
@@ -279,6 +292,7 @@ function Counter:read(t)
 end
 
 function Counter:close()
+  options.self(self, Counter, "perfev.alloc.counter", "close")
   if not self.on then return end
   self.on = false
   self.ap:close()

@@ -33,6 +33,18 @@
 --                           are compared by identity on LuaJIT)
 --   pack, unpack, packsize  string.pack & co. (integers, floats, strings)
 --   table_unpack, table_pack, rawlen
+--
+-- Each of these refuses a wrong value at its caller's line naming the
+-- function ("perfev.compat.band: expects integers, got boolean true and
+-- 1"), the standard library's aliases too ("perfev.compat.unpack:
+-- argument #2: data string too short").
+--
+-- compat.fast (internal: perfev's own per-record code, which passes the
+-- integers and formats it made; not part of the API): band, bor, bxor (two
+-- operands), bnot, lshift, rshift, btest, idiv, ult, add, sub, mul, pack,
+-- unpack, packsize without those checks. On Lua 5.3+ they are the
+-- operators and string.pack & co. themselves (a wrong value raises Lua's
+-- own error); on LuaJIT the same functions as above.
 local M = {}
 
 local floor = math.floor
@@ -46,12 +58,6 @@ M.runtime = M.luajit and rawget(_G, "jit").version or _VERSION
 
 M.table_unpack = table.unpack or rawget(_G, "unpack")
 M.table_pack = table.pack or function(...) return { n = select("#", ...), ... } end
-M.rawlen = rawget(_G, "rawlen") or function(v)
-  if type(v) ~= "table" and type(v) ~= "string" then
-    require("perfev.options").raisef("perfev.compat.rawlen: expects a table or a string, got %s", type(v))
-  end
-  return #v
-end
 
 local EXACT = 2 ^ 53
 
@@ -66,8 +72,56 @@ local function kind(v)
   return type(v)
 end
 
+local native_rawlen = rawget(_G, "rawlen")
+function M.rawlen(v)
+  if type(v) ~= "table" and type(v) ~= "string" then
+    refuse("rawlen", "expects a table or a string, got %s", kind(v))
+  end
+  if native_rawlen then return native_rawlen(v) end
+  return #v
+end
+
+-- A standard library function's refusal ("bad argument #2 to 'unpack'
+-- (data string too short)", from inside a C function: no position) said
+-- as perfev says it: "argument #2: data string too short".
+local function plain(msg)
+  msg = tostring(msg):gsub("^[^:\n]*:%d+: ", ""):gsub("^perfev%.compat[%.%w_]*: ", "")
+  local n, why = msg:match("^bad argument #(%d+) to '[^']*' %((.*)%)$")
+  if n then return ("argument #%s: %s"):format(n, why) end
+  return msg
+end
+
+-- checked(name, f) -> f, its refusals raised at the caller's line naming
+-- perfev.compat.name (f's own checks are the standard library's: a pcall)
+local function checked(name, f)
+  local function pass(ok, ...)
+    if ok then return ... end
+    refuse(name, "%s", plain((...)))
+  end
+  return function(...) return pass(pcall(f, ...)) end
+end
+
+local function is_int(v) return type(v) == "number" and v == floor(v) and v - 1 ~= v end
+
+-- finish(M) -> M, its public functions of the standard library's (or
+-- LuaJIT's stand-ins for them) checked; compat.fast keeps the unchecked ones.
+local unpack_values = M.table_unpack
+local function finish(m)
+  m.pack, m.unpack, m.packsize = checked("pack", m.fast.pack), checked("unpack", m.fast.unpack),
+                                 checked("packsize", m.fast.packsize)
+  m.table_unpack = function(t, i, j)
+    if type(t) ~= "table" then refuse("table_unpack", "expects a table, got %s", kind(t)) end
+    if (i ~= nil and not is_int(i)) or (j ~= nil and not is_int(j)) then
+      refuse("table_unpack", "the positions must be integers, got %s and %s", kind(i), kind(j))
+    end
+    if (j or #t) - (i or 1) >= 1e6 then refuse("table_unpack", "too many values: %s to %s", kind(i), kind(j)) end
+    return unpack_values(t, i, j)
+  end
+  return m
+end
+
 -- f(a, b) extended to f(a, b, c, ...) (associative operations).
-function M.variadic(f)
+local function variadic(f)
   return function(a, b, c, ...)
     if c == nil then return f(a, b) end
     local r = f(f(a, b), c)
@@ -78,12 +132,12 @@ end
 
 -- The digits of a hex constant ("0x" optional) / a decimal one, or an
 -- error at the caller's caller.
-function M.hex_digits(s)
+local function hex_digits(s)
   local h = type(s) == "string" and (s:match("^0[xX](%x+)$") or s:match("^(%x+)$"))
   if not h then refuse("hex64", "not a hexadecimal constant: %s", type(s) == "string" and s:sub(1, 40) or kind(s)) end
   return h
 end
-function M.dec_digits(s)
+local function dec_digits(s)
   if type(s) ~= "string" or not s:match("^%d+$") then
     refuse("dec64", "not a decimal constant: %s", type(s) == "string" and s:sub(1, 40) or kind(s))
   end
@@ -108,31 +162,76 @@ end
 
 if not M.luajit then
   -- Lua 5.3+: the native operators, compiled here so that LuaJIT never
-  -- parses them.
-  local ops = assert(load([[
-    return function(a, b) return a & b end, function(a, b) return a | b end,
-           function(a, b) return a ~ b end, function(a) return ~a end,
-           function(a, n) return a << n end, function(a, n) return a >> n end,
-           function(a, b) return a // b end, function(a, b) return a & b ~= 0 end
-  ]], "=perfev.compat"))
-  local band, bor, bxor, bnot, lshift, rshift, idiv, btest = ops()
-  -- each operand an integer (an integral float counts, as Lua converts
-  -- it), or a refusal naming the function (issue 20: "attempt to perform
-  -- bitwise operation on a boolean value" from inside this module)
+  -- parses them. F: the unchecked ones (compat.fast); each checked one
+  -- (what a caller gets as compat.band ...) takes two integers straight to
+  -- its operator and anything else to slow() below, which converts an
+  -- integral float (as Lua does) or refuses naming the function (issue 20:
+  -- "attempt to perform bitwise operation on a boolean value" from inside
+  -- this module). One call level each: the checks cost two math.type calls.
   local mtype, toint = math.type, math.tointeger
-  local function two(f, name)
-    return function(a, b)
-      if (mtype(a) == "integer" or toint(a)) and (mtype(b) == "integer" or toint(b)) then return f(a, b) end
-      refuse(name, "expects integers, got %s and %s", kind(a), kind(b))
+  local function slow(name, f, a, b, c, ...)
+    local ia, ib = type(a) == "number" and toint(a), type(b) == "number" and toint(b)
+    if ia and ib then
+      local r = f(ia, ib)
+      if c == nil then return r end
+      local rest = M.table_pack(c, ...)
+      for i = 1, rest.n do
+        local v = rest[i]
+        local iv = type(v) == "number" and toint(v)
+        if not iv then refuse(name, "expects integers, got %s as operand %d", kind(v), i + 2) end
+        r = f(r, iv)
+      end
+      return r
     end
+    refuse(name, "expects integers, got %s and %s", kind(a), kind(b))
   end
-  M.band, M.bor, M.bxor = M.variadic(two(band, "band")), M.variadic(two(bor, "bor")), M.variadic(two(bxor, "bxor"))
-  M.lshift, M.rshift, M.btest = two(lshift, "lshift"), two(rshift, "rshift"), two(btest, "btest")
+  local F, C = assert(load([[
+    local mtype, slow = ...
+    local F, C = {}, {}
+    F.band = function(a, b) return a & b end
+    F.bor = function(a, b) return a | b end
+    F.bxor = function(a, b) return a ~ b end
+    F.bnot = function(a) return ~a end
+    F.lshift = function(a, n) return a << n end
+    F.rshift = function(a, n) return a >> n end
+    F.idiv = function(a, b) return a // b end
+    F.btest = function(a, b) return a & b ~= 0 end
+    F.add = function(a, b) return a + b end
+    F.sub = function(a, b) return a - b end
+    F.mul = function(a, b) return a * b end
+    local band, bor, bxor, lshift, rshift, btest = F.band, F.bor, F.bxor, F.lshift, F.rshift, F.btest
+    C.band = function(a, b, c, ...)
+      if c == nil and mtype(a) == "integer" and mtype(b) == "integer" then return a & b end
+      return slow("band", band, a, b, c, ...)
+    end
+    C.bor = function(a, b, c, ...)
+      if c == nil and mtype(a) == "integer" and mtype(b) == "integer" then return a | b end
+      return slow("bor", bor, a, b, c, ...)
+    end
+    C.bxor = function(a, b, c, ...)
+      if c == nil and mtype(a) == "integer" and mtype(b) == "integer" then return a ~ b end
+      return slow("bxor", bxor, a, b, c, ...)
+    end
+    C.lshift = function(a, n)
+      if mtype(a) == "integer" and mtype(n) == "integer" then return a << n end
+      return slow("lshift", lshift, a, n)
+    end
+    C.rshift = function(a, n)
+      if mtype(a) == "integer" and mtype(n) == "integer" then return a >> n end
+      return slow("rshift", rshift, a, n)
+    end
+    C.btest = function(a, b)
+      if mtype(a) == "integer" and mtype(b) == "integer" then return a & b ~= 0 end
+      return slow("btest", btest, a, b)
+    end
+    return F, C
+  ]], "=perfev.compat"))(mtype, slow)
+  M.band, M.bor, M.bxor, M.lshift, M.rshift, M.btest = C.band, C.bor, C.bxor, C.lshift, C.rshift, C.btest
+  local bnot, idiv, idiv_int = F.bnot, F.idiv, function(a, b) return slow("idiv", F.idiv, a, b) end
   M.bnot = function(a)
     if mtype(a) == "integer" or toint(a) then return bnot(a) end
     refuse("bnot", "expects an integer, got %s", kind(a))
   end
-  local idiv_int = two(idiv, "idiv")
   M.idiv = function(a, b)
     if b == 0 and mtype(a) == "integer" and mtype(b) == "integer" then refuse("idiv", "division by zero") end
     if type(a) == "number" and type(b) == "number" then return idiv(a, b) end   -- floats too, as // does
@@ -148,20 +247,15 @@ if not M.luajit then
   M.maxinteger, M.mininteger = math.maxinteger, math.mininteger
   -- the text's 64 bits as an integer (above 2^63: negative, as a u64 reads;
   -- tonumber with a base wraps modulo 2^64)
-  M.hex64 = function(s) return tonumber(M.hex_digits(s), 16) end
+  M.hex64 = function(s) return tonumber(hex_digits(s), 16) end
   M.dec64 = function(s)
-    local v = math.tointeger(tonumber(M.dec_digits(s)))
+    local v = math.tointeger(tonumber(dec_digits(s)))
     if v then return v end
     -- above 2^63 - 1: wrap as the u64 it is
     local r = 0
     for d in s:gmatch("%d") do r = r * 10 + tonumber(d) end
     return r
   end
-  local arith = assert(load([[
-    return function(a, b) return a + b end, function(a, b) return a - b end,
-           function(a, b) return a * b end
-  ]], "=perfev.compat"))
-  local add, sub, mul = arith()
   -- integers wrap; an integral float counts as its integer (as on
   -- LuaJIT), any other operand is refused
   local function int2(f, name)
@@ -173,6 +267,7 @@ if not M.luajit then
       return f(ia, ib)
     end
   end
+  local add, sub, mul = F.add, F.sub, F.mul
   M.add, M.sub, M.mul = int2(add, "add"), int2(sub, "sub"), int2(mul, "mul")
   M.u64 = function(v) return M.tointeger(v) end
   M.hex = function(v)
@@ -194,8 +289,10 @@ if not M.luajit then
   end
   M.key = function(v) return v end
   M.normalize = function(v) return v end
-  M.pack, M.unpack, M.packsize = string.pack, string.unpack, string.packsize
-  return M
+  F.ult = math.ult
+  F.pack, F.unpack, F.packsize = string.pack, string.unpack, string.packsize
+  M.fast = F
+  return finish(M)
 end
 
 -- ---- LuaJIT ----
@@ -264,7 +361,12 @@ function M.rshift(a, n)
   return norm(bit.rshift(to64(a, "rshift"), n))
 end
 function M.btest(a, b) return M.band(a, b) ~= 0 end
-M.band, M.bor, M.bxor = M.variadic(M.band), M.variadic(M.bor), M.variadic(M.bxor)
+-- compat.fast: the two-operand band, bor and bxor (their checks are the
+-- conversions they need: compat.fast is these functions themselves)
+local F = { band = M.band, bor = M.bor, bxor = M.bxor, btest = M.btest, bnot = M.bnot, lshift = M.lshift,
+            rshift = M.rshift }
+M.fast = F
+M.band, M.bor, M.bxor = variadic(M.band), variadic(M.bor), variadic(M.bxor)
 
 function M.idiv(a, b)
   if type(a) == "number" and type(b) == "number" then return floor(a / b) end
@@ -311,8 +413,8 @@ local function digits64(s, base)
   for d in s:gmatch("%w") do v = v * base + tonum(d, 16) end
   return norm(v)
 end
-function M.hex64(s) return digits64(M.hex_digits(s), 16) end
-function M.dec64(s) return digits64(M.dec_digits(s), 10) end
+function M.hex64(s) return digits64(hex_digits(s), 16) end
+function M.dec64(s) return digits64(dec_digits(s), 10) end
 
 -- Integer arithmetic modulo 2^64: numbers while the result is exact, the
 -- 64-bit cdata arithmetic (which wraps) beyond.
@@ -475,7 +577,7 @@ function M.unpack(fmt, s, init)
     end
   end
   n = n + 1; out[n] = pos
-  return M.table_unpack(out, 1, n)
+  return unpack_values(out, 1, n)
 end
 
 local function int_bytes(v, size, signed, little, argn)
@@ -554,4 +656,6 @@ function M.packsize(fmt)
   return total
 end
 
-return M
+F.idiv, F.ult, F.add, F.sub, F.mul = M.idiv, M.ult, M.add, M.sub, M.mul
+F.pack, F.unpack, F.packsize = M.pack, M.unpack, M.packsize
+return finish(M)

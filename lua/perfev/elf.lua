@@ -93,6 +93,12 @@ end
 local Elf = {}
 Elf.__index = Elf
 
+-- own(self, method): the check at the top of every method (options.self:
+-- one called with '.' instead of ':' gets its first argument as self).
+local function own(self, method)
+  if getmetatable(self) ~= Elf then require("perfev.options").self(self, Elf, "perfev.elf", method) end
+end
+
 -- Decodes one struct at p of s: fields is a list of { name, reader, offset }
 -- (and fields.fmt: the same fields as string.unpack reads them, in order,
 -- one call where Lua 5.3+ has it).
@@ -124,11 +130,8 @@ local function must(s, err) if not s then error(err, 0) end return s end
 
 -- read_headers(f, path) -> elf: the ELF header, the section and program
 -- headers and the section names; symbol tables are read on demand. Raises
--- (open() turns that into nil, message).
-function M.read_headers(f, path)
-  if io.type(f) ~= "file" then
-    require("perfev.options").raisef("perfev.elf.read_headers: expects an open file, got %s", type(f))
-  end
+-- (open() turns that into nil, message). Internal: open_file's.
+local function read_headers(f, path)
   local ident, rerr = f:read(16)
   if not ident and rerr then error(("cannot read %s: %s"):format(path, rerr), 0) end
   if not ident or #ident < 16 or ident:sub(1, 4) ~= "\127ELF" then
@@ -195,7 +198,7 @@ local function open_file(path, fname)
   check_path(path, fname)
   local f, msg = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
-  local ok, e = pcall(M.read_headers, f, path)
+  local ok, e = pcall(read_headers, f, path)
   if not ok then f:close(); return nil, e end
   return e, f
 end
@@ -210,6 +213,7 @@ end
 
 -- e:section(name) -> the section header named so | nil
 function Elf:section(name)
+  own(self, "section")
   for _, s in ipairs(self.sections) do
     if s.sname == name then return s end
   end
@@ -266,6 +270,7 @@ end
 -- each table { name, value, size, kind, bind, table } (read once, then
 -- cached on the object).
 function Elf:symbols()
+  own(self, "symbols")
   if self.syms then return self.syms end
   local f, msg = io.open(self.path, "rb")
   if not f then return nil, ("cannot open %s"):format(msg) end
@@ -302,6 +307,7 @@ local RANK = { global = 1, weak = 2, ["local"] = 3, other = 4 }
 -- tells where it came from (sym.table) and how many definitions there were
 -- (sym.count).
 function Elf:find(name)
+  own(self, "find")
   local syms, err = self:symbols()
   if not syms then return nil, err end
   local best, count
@@ -345,6 +351,11 @@ end
 -- e:offset(vaddr) -> file offset | nil, message: through the PT_LOAD
 -- segment whose file-backed part holds the address.
 function Elf:offset(vaddr)
+  own(self, "offset")
+  local options = require "perfev.options"
+  if not options.is_integer(vaddr) or vaddr < 0 then
+    options.raisef("perfev.elf: e:offset: the address must be a non-negative integer, got %s", options.describe(vaddr))
+  end
   for _, ph in ipairs(self.segments) do
     if vaddr >= ph.vaddr and vaddr - ph.vaddr < ph.filesz then
       return vaddr - ph.vaddr + ph.offset
@@ -415,7 +426,15 @@ end
 function M.finish(list)
   if type(list) ~= "table" then refuse("finish", "expects a list of symbols, got %s", type(list)) end
   local t = core.symtab()
-  for _, s in ipairs(list) do t:add(s[1], s[2], s[3], s[4]) end
+  local options = require "perfev.options"
+  local int = options.is_integer
+  for i, s in ipairs(list) do
+    if type(s) ~= "table" or not int(s[1]) or not int(s[2]) or not int(s[3]) or type(s[4]) ~= "string" then
+      refuse("finish", "entry %d must be { start, size, bind (integers), name }, got %s", i,
+             options.describe(s))
+    end
+    t:add(s[1], s[2], s[3], s[4])
+  end
   return t:finish()
 end
 

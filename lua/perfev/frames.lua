@@ -529,8 +529,8 @@ function Frames:report()
 end
 
 -- fr:close(): the group and the profiler (also __close, __gc)
-function Frames:close()
-  if getmetatable(self) ~= Frames or self.is_closed then return true end
+local function close(self)
+  if self.is_closed then return true end
   self.is_closed = true
   self.enabled = false
   self.mark, self.zone_begin, self.zone_end = noop, null_zone, noop
@@ -538,10 +538,18 @@ function Frames:close()
   if self.gc then gcfig.close(self.gc) end
   return self.group:close()
 end
+function Frames:close()
+  options.self(self, Frames, "perfev.frames", "close")
+  return close(self)
+end
 Frames.__close = Frames.close
-Frames.__gc = Frames.close
+-- (a finalizer raises nothing: another self is left alone)
+function Frames:__gc()
+  if getmetatable(self) == Frames then close(self) end
+end
 
 function Frames:__tostring()
+  options.self(self, Frames, "perfev.frames", "__tostring")
   return ("perfev.frames(%s; %d frames%s)"):format(table.concat(self.names, ", "), self.frame,
                                                   self.is_closed and ", closed" or
                                                   (not self.enabled and ", disabled" or ""))

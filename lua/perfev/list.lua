@@ -120,6 +120,7 @@ Listing.__index = Listing
 
 -- l:format() -> every row as perf list prints it
 function Listing.format(self)
+  options.self(self, Listing, "perfev.list", "format")
   local out = {}
   for _, r in ipairs(self) do
     local name = r.name
@@ -142,6 +143,7 @@ local EMPTY = setmetatable({}, { __mode = "k" })
 
 -- The summary a long listing prints as: what the REPL shows of perfev.list().
 function Listing.__tostring(self)
+  options.self(self, Listing, "perfev.list", "__tostring")
   if #self == 0 then return EMPTY[self] or "perfev.list: no events" end
   if #self <= M.SHOWN then return self:format() end
   local count, can, kinds = {}, {}, {}

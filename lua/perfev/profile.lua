@@ -95,10 +95,16 @@ end
 -- bound on the profiler's cost (max_overhead) raises the period of an
 -- event that fires too often.
 M.DEFAULT_PERIOD = 1
-function M.default_rate(event)
+local function default_rate(event)
   local a = require("perfev.spec").attr(event, "perfev.profile")
   if require("perfev.profile.hook").signal_mode(a) == "sigtrap" then return nil, M.DEFAULT_PERIOD end
   return M.DEFAULT_FREQ, nil
+end
+-- (the event's refusal, perfev.parse's or perfev.attr's, said as this function's)
+function M.default_rate(event)
+  local ok, freq, period = pcall(default_rate, event)
+  if not ok then options.raise("perfev.profile.default_rate: " .. options.strip_where(freq)) end
+  return freq, period
 end
 
 local Profiler = {}
@@ -125,7 +131,7 @@ function M.profile(opts)
   local event = opts.event or M.DEFAULT_EVENT
   local engine = require(M.engines[opts.engine or default_engine(event, opts.signal)])
   local freq, period = opts.freq, opts.period
-  if not freq and not period then freq, period = M.default_rate(event) end
+  if not freq and not period then freq, period = default_rate(event) end
   local e, msg, errno = engine.new {
     event = event,
     freq = freq,

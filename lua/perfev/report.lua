@@ -101,17 +101,18 @@ local MODE_LEVEL = { kernel = "k", user = "." }
 
 -- Frames last..first of one context (mode), outermost first: their
 -- entries in self.F, the level of those that have a map in self.L.
+local resolve, cache_of, unknown_entry = symbols.fast.resolve, symbols.fast.cache, symbols.fast.unknown_entry
 local function walk(self, s, chain, first, last, mode, nf)
   local S = self.S
   local unknown = S.unknown
-  local cache = S:cache(s.pid, mode)
+  local cache = cache_of(S, s.pid, mode)
   local mlevel = MODE_LEVEL[mode]
   local F, L = self.F, self.L
   for i = last, first, -1 do
     local ip = chain[i]
     local e = cache and cache[ip]
     if not e then
-      if mlevel then e = S:resolve(s.pid, ip, mode, true) else e = S:unknown_entry(ip) end
+      if mlevel then e = resolve(S, s.pid, ip, mode, true) else e = unknown_entry(S, ip) end
     end
     nf = nf + 1
     F[nf] = e
@@ -303,9 +304,9 @@ local function trace_output(self, h, rec)
   if not self.ksym then
     local S = self.S
     self.ksym = function(v)
-      local e = S:resolve(-1, v, "kernel")
+      local e = resolve(S, -1, v, "kernel")
       if not e.name then return nil end
-      local _, x = symbols.split(v)      -- the address in the entry's space: a plain number
+      local _, x = symbols.fast.split(v)      -- the address in the entry's space: a plain number
       return e.name, x - e.start
     end
   end
@@ -389,7 +390,7 @@ local function sampler(self, comms)
     if self.trace_events then s.trace = trace_output(self, h, rec) end
     s.comm = comms[tid] or (":" .. tid)
     s.level = LEVEL[mode] or "."
-    local e = S:resolve(s.pid, ip or 0, mode == "kernel" and "kernel" or "user")
+    local e = resolve(S, s.pid, ip or 0, mode == "kernel" and "kernel" or "user")
     s.e = e
     local ctx
     if reuse_ctx and tid == last_tid and h == last_h and s.cpu == last_cpu and s.comm == last_comm then
@@ -686,7 +687,7 @@ local function public_row(self, h, r)
     period = r.period, samples = r.samples,
     comm = r.comm, pid = r.pid, tid = r.tid, cpu = r.cpu, thread_comm = r.thread_comm,
     dso = e.dso.short, dso_path = e.dso.name, sym = e.name, level = r.level,
-    symbol = symbols.format(e), address = not e.name and symbols.format(e) or nil,
+    symbol = symbols.fast.format(e), address = not e.name and symbols.fast.format(e) or nil,
   }
   if self.children then
     row.children = h.period > 0 and 100 * r.children_period / h.period or 0
@@ -705,6 +706,9 @@ end
 -- false; default: a bar on stderr when it is a terminal and it runs long).
 function M.open(src, opts)
   opts = options.check(opts, OPTIONS, "perfev.report")
+  if type(src) ~= "string" and io.type(src) ~= "file" then   -- (perfdata.open's message named perfdata.open)
+    options.raisef("perfev.report: expected a path, \"-\" or a file handle, got %s", options.describe(src))
+  end
   local fields, why
   if opts.fields then
     fields, why = keys.parse_fields(opts.fields)

@@ -534,6 +534,7 @@ end
 -- tostring(inst): what a REPL or an error log shows of an instance:
 -- perfev.resty (task-clock, page-faults; 2 labels; dict perfev) or closed.
 function mt.__tostring(self)
+  options.self(self, mt, "perfev.resty", "__tostring")
   local labels = 0
   for _ in pairs(self.sums) do labels = labels + 1 end
   local where = self.dict and ("dict %s"):format(self.dict_name or "?")

@@ -485,10 +485,11 @@ local function proc_maps(self, pid)
   return m
 end
 
+local ult, sub = compat.fast.ult, compat.fast.sub   -- s:resolve checked ip; the maps' values are integers
 local function find(list, ip)
   for i = #list, 1, -1 do   -- the newest mapping wins
     local m = list[i]
-    if not compat.ult(ip, m.addr) and compat.ult(compat.sub(ip, m.addr), m.len) then return m end
+    if not ult(ip, m.addr) and ult(sub(ip, m.addr), m.len) then return m end
   end
   return nil
 end

@@ -27,8 +27,14 @@ end
 local FIRST = { "type", "config" }
 local SKIP = { name = true, type = true, config = true }
 
+-- own(t, class, cname): the check at the top of each __tostring (options.self)
+local function own(t, class, cname)
+  if getmetatable(t) ~= class then require("perfev.options").self(t, class, cname, "__tostring") end
+end
+
 local Event = {}
 function Event.__tostring(t)
+  own(t, Event, "perfev.parse.event")
   local out = {}
   for _, k in ipairs(FIRST) do
     local v = rawget(t, k)
@@ -53,6 +59,7 @@ end
 M.SHOWN = 12
 local List = {}
 function List.__tostring(t)
+  own(t, List, "perfev.parse.list")
   local names = {}
   for i = 1, math.min(#t, M.SHOWN) do names[i] = tostring(rawget(t[i], "name")) end
   local more = #t > M.SHOWN and (", and %d more"):format(#t - M.SHOWN) or ""
@@ -92,6 +99,7 @@ end
 
 local Reading = {}
 function Reading.__tostring(t)
+  own(t, Reading, "perfev.reading")
   local out = {}
   local nr = rawget(t, "nr")
   if nr then

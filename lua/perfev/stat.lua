@@ -470,6 +470,13 @@ end
 -- stat(opts) -> result | nil, message, errno, status (errno: the kernel's
 -- refusal, nil when there was none; status: the exit status perf stat
 -- would give, 127 for a command that cannot be run). See doc/stat.md.
+-- A result: printed (the REPL), perf stat's text.
+local Result = {}
+function Result.__tostring(r)
+  options.self(r, Result, "perfev.stat result", "__tostring")
+  return format.format(r)
+end
+
 function M.stat(opts)
   local o = check(opts)
   local res = { target = o.cpus_label and "cpus" or o.system_wide and "system" or o.pid and "pid"
@@ -529,7 +536,7 @@ function M.stat(opts)
   end
   last_set:close()
   -- printed (the REPL), a result is perf stat's text
-  return setmetatable(res, { __tostring = function(r) return format.format(r) end })
+  return setmetatable(res, Result)
 end
 
 M.format = format.format

@@ -26,6 +26,14 @@
 --    "[module]" as perf names their dso.
 --  * what no map covers: dso "[unknown]", the address as the symbol.
 --
+-- Every function of the module checks what it is given and refuses a
+-- wrong value at the caller's line naming the function. symbols.fast
+-- (internal: report's per-frame and per-row path, which passes addresses
+-- and entries it made; not part of the API) holds split, hex, find,
+-- format and callchain_name without those checks, and the methods
+-- resolve, cache and unknown_entry without their self check (called as
+-- fast.resolve(S, ...)).
+--
 -- Addresses: Lua 5.3/5.4 give u64 addresses as integers (kernel ones
 -- negative), LuaJIT as uint64_t cdata (or numbers below 2^53). Every
 -- address is turned at once into a space and a non-negative number below
@@ -37,6 +45,19 @@ local compat = require "perfev.compat"
 local fs = require "perfev.fs"
 
 local M = {}
+local F = {}   -- symbols.fast: the unchecked functions (see above)
+M.fast = F
+
+-- A caller's wrong value, raised at its line naming the function.
+local function refuse(fname, fmt, ...)
+  require("perfev.options").raisef("perfev.symbols.%s: " .. fmt, fname, ...)
+end
+local function describe(v) return require("perfev.options").describe(v) end
+local SPACES = { u = true, k = true, c = true, x = true }
+-- an address as split() takes it: a number or (LuaJIT) a 64-bit cdata
+local function is_address(v) return type(v) == "number" or type(v) == "cdata" end
+-- a value hex() prints: an integer (a float with an integer value, a cdata)
+local function is_value(v) return require("perfev.options").is_integer(v) end
 
 -- ---------------------------------------------------------------------------
 -- Addresses: the one place that knows how a runtime holds a u64.
@@ -92,13 +113,17 @@ else
     return "k", tonumber(ip - C_KBASE)
   end
 end
-M.split = split
+F.split = split
+function M.split(ip)
+  if not is_address(ip) then refuse("split", "expects an address (an integer), got %s", describe(ip)) end
+  return split(ip)
+end
 
 local function hex_parts(hi, lo)
   return ("0x%08x%08x"):format(hi, lo)
 end
 
-function M.hex(space, v)
+local function hex(space, v)
   if v == 0 and space ~= "k" then return "0000000000000000" end   -- C's %#x prints no 0x for 0
   if KBASE_INT and is_integer(v) then
     if space == "k" then v = v + KBASE_INT end
@@ -110,6 +135,17 @@ function M.hex(space, v)
   if space == "k" then hi = hi + 0xffff8000 end
   return hex_parts(hi % TWO32, lo)
 end
+F.hex = hex
+local function check_value(fname, space, v)
+  if not SPACES[space] then
+    refuse(fname, "the space must be 'u', 'k', 'c' or 'x' (as split returns it), got %s", describe(space))
+  end
+  if not is_value(v) then refuse(fname, "the value must be an integer (as split returns it), got %s", describe(v)) end
+end
+function M.hex(space, v)
+  check_value("hex", space, v)
+  return hex(space, v)
+end
 
 -- A kernel address of /proc/kallsyms (16 hex digits) -> v, or nil below the base.
 local function kernel_v(s)
@@ -118,7 +154,10 @@ local function kernel_v(s)
   if not low or low < KSPAN then return nil end
   return low - KSPAN
 end
-M.kernel_v = kernel_v
+function M.kernel_v(s)
+  if type(s) ~= "string" then refuse("kernel_v", "expects 16 hex digits of /proc/kallsyms, got %s", describe(s)) end
+  return kernel_v(s)
+end
 
 -- ---------------------------------------------------------------------------
 -- Symbol tables: core.symtab objects (perfev.elf's symbols() and finish():
@@ -129,7 +168,10 @@ local EMPTY = elfsyms.finish {}
 local function tohex(raw)
   return (raw:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
 end
-M.tohex = tohex
+function M.tohex(raw)
+  if type(raw) ~= "string" then refuse("tohex", "expects the raw bytes, a string, got %s", describe(raw)) end
+  return tohex(raw)
+end
 
 local function exists(path)
   local f = io.open(path, "rb")
@@ -240,6 +282,32 @@ end
 local Sym = {}
 Sym.__index = Sym
 
+-- own(self, method): the check at the top of every method (options.self:
+-- one called with '.' instead of ':' gets its first argument as self),
+-- one metatable compare when self is a symbolizer. report's per-sample
+-- and per-frame calls (S:resolve, S:cache, S:unknown_entry) and
+-- S:resolve's own S:table go to the same functions unchecked, in
+-- symbols.fast (the check cost ~35 ns a call, half of a cached S:resolve).
+local function own(self, method)
+  if getmetatable(self) ~= Sym then require("perfev.options").self(self, Sym, "perfev.symbols", method) end
+end
+
+-- A method's wrong argument, raised at the caller's line naming the method.
+local function refuse_arg(method, fmt, ...)
+  require("perfev.options").raisef("perfev.symbols: S:%s: " .. fmt, method, ...)
+end
+local function expect(ok, method, what, v)
+  if not ok then refuse_arg(method, "%s, got %s", what, describe(v)) end
+end
+local function expect_address(v, method, what)
+  expect(is_address(v), method, what .. " must be an address (an integer)", v)
+end
+local function expect_optional(v, method, what)
+  expect(v == nil or is_value(v), method, what .. " must be an integer or nil", v)
+end
+local DSO_KINDS = { elf = true, perfmap = true, none = true, kernel = true, ["kernel-module"] = true }
+local MODES = { kernel = true, user = true }
+
 -- symbols.new(opts) -> a symbolizer. opts: build_ids (perf.data's build_id
 -- feature list, or { [filename] = raw id }), kallsyms (path, or false:
 -- no kernel names; default /proc/kallsyms), debug_dir (~/.debug),
@@ -268,6 +336,10 @@ function M.new(opts)
 end
 
 function Sym:dso(name, kind, short)
+  own(self, "dso")
+  expect(type(name) == "string", "dso", "the name must be a string", name)
+  expect(DSO_KINDS[kind], "dso", "the kind must be 'elf', 'perfmap', 'none', 'kernel' or 'kernel-module'", kind)
+  expect(short == nil or type(short) == "string", "dso", "the short name must be a string or nil", short)
   local d = self.dsos[name]
   if not d then
     -- rank: perf orders callchain siblings of different dsos by its dso
@@ -282,7 +354,7 @@ function Sym:dso(name, kind, short)
 end
 
 -- The symbol table of a dso (a core.symtab), loaded on first use.
-function Sym:table(d)
+local function sym_table(self, d)
   local t = d.syms
   if t then return t end
   if d.kind == "elf" then t = load_elf(self, d)
@@ -290,6 +362,11 @@ function Sym:table(d)
   else t = EMPTY end
   d.syms = t
   return t
+end
+function Sym:table(d)
+  own(self, "table")
+  expect(type(d) == "table" and (d == self.unknown or self.dsos[d.name] == d), "table", "expects a dso of S:dso", d)
+  return sym_table(self, d)
 end
 
 -- The kernel's symbols, as perf report finds them: the copy of
@@ -299,6 +376,7 @@ end
 -- costs the kernel ~80 ms to format on every read), else /proc/kallsyms
 -- when the running kernel is the recorded one.
 function Sym:kernel_table()
+  own(self, "kernel_table")
   if self.kallsyms_path == false then return nil end
   local path = self.kallsyms_path
   if not path then
@@ -370,6 +448,16 @@ local MISC_CPUMODE_KERNEL = 1
 -- S:mmap(rec): an mmap or mmap2 record (pid, addr, len, pgoff, filename,
 -- misc, prot). Kernel maps (pid -1, kernel cpumode) only mark the kernel.
 function Sym:mmap(rec)
+  own(self, "mmap")
+  expect(type(rec) == "table", "mmap", "expects an mmap record", rec)
+  expect_address(rec.addr, "mmap", "the record's addr")
+  if rec.len ~= nil then expect_address(rec.len, "mmap", "the record's len") end
+  if rec.pgoff ~= nil then expect_address(rec.pgoff, "mmap", "the record's pgoff") end
+  expect(rec.filename == nil or type(rec.filename) == "string", "mmap", "the record's filename must be a string",
+       rec.filename)
+  expect(is_value(rec.pid), "mmap", "the record's pid must be an integer", rec.pid)
+  expect_optional(rec.misc, "mmap", "the record's misc")
+  expect_optional(rec.prot, "mmap", "the record's prot")
   local space, start = split(rec.addr)
   local name = rec.filename or ""
   local lspace, len = split(rec.len or 0)
@@ -392,6 +480,13 @@ end
 
 -- S:add_map(pid, start, stop, pgoff, filename, prot): one mapping (user space).
 function Sym:add_map(pid, start, stop, pgoff, name, prot)
+  own(self, "add_map")
+  expect(is_value(pid), "add_map", "the pid must be an integer", pid)
+  expect(type(start) == "number", "add_map", "the start must be a number (as split returns it)", start)
+  expect(type(stop) == "number", "add_map", "the stop must be a number (as split returns it)", stop)
+  expect(type(pgoff) == "number", "add_map", "the pgoff must be a number (as split returns it)", pgoff)
+  expect(type(name) == "string", "add_map", "the filename must be a string", name)
+  expect(is_value(prot), "add_map", "the prot must be an integer", prot)
   local anon, nodso = is_anon(name), is_nodso(name)
   local d
   if (anon or nodso) and prot % 8 >= PROT_EXEC then
@@ -410,6 +505,10 @@ end
 -- S:fork(rec): a fork record; a new process (pid ~= ppid) gets a copy of
 -- its parent's maps, a new thread shares its process's.
 function Sym:fork(rec)
+  own(self, "fork")
+  expect(type(rec) == "table", "fork", "expects a fork record", rec)
+  expect(is_value(rec.pid) and is_value(rec.ppid), "fork", "the record's pid and ppid must be integers",
+       not is_value(rec.pid) and rec.pid or rec.ppid)
   if rec.pid == rec.ppid then return end
   local parent = self.procs[rec.ppid]
   local p = proc(self, rec.pid)
@@ -423,6 +522,8 @@ end
 
 -- S:proc(pid): the executable mappings of a live process, from /proc/PID/maps.
 function Sym:proc(pid)
+  own(self, "proc")
+  expect(is_value(pid), "proc", "the pid must be an integer", pid)
   local f, msg = io.open(("/proc/%d/maps"):format(pid), "r")
   if not f then return nil, msg end
   for line in f:lines() do
@@ -507,7 +608,7 @@ end
 -- sample's cpumode, or the callchain context). raw: the entry of an
 -- unresolved address keeps the address itself (perf's callchain nodes)
 -- instead of its offset in the file.
-function Sym:resolve(pid, ip, mode, raw)
+local function resolve(self, pid, ip, mode, raw)
   -- caches by the address as given (a Lua number); cdata (LuaJIT) by its value
   local key = ip
   if type(ip) ~= "number" then
@@ -546,7 +647,7 @@ function Sym:resolve(pid, ip, mode, raw)
     else
       local off = m.ident and v or (v - m.start + m.pgoff)
       local d = m.dso
-      local t = self:table(d)
+      local t = sym_table(self, d)
       -- each file offset is looked up once per dso (its one table):
       -- processes of one executable (and the libraries every process
       -- maps) share them
@@ -564,15 +665,28 @@ function Sym:resolve(pid, ip, mode, raw)
   if cache and key then cache[key] = e end
   return e
 end
+F.resolve = resolve
+function Sym:resolve(pid, ip, mode, raw)
+  own(self, "resolve")
+  expect(is_value(pid), "resolve", "the pid must be an integer", pid)
+  expect_address(ip, "resolve", "the address")
+  expect(MODES[mode], "resolve", "the mode must be 'kernel' or 'user'", mode)
+  return resolve(self, pid, ip, mode, raw)
+end
 
 -- S:cache(pid, mode) -> the table S:resolve(pid, ip, mode, true) keeps
 -- its answers in, by ip (callers look there first: the hot path of a
 -- callchain walk), or nil.
-function Sym:cache(pid, mode)
+local function cache(self, pid, mode)
   if mode == "kernel" then return self.kcache end
   local p = self.procs[pid]
   if mode == "user" and p then return p.rawcache end
   return nil
+end
+F.cache = cache
+function Sym:cache(pid, mode)
+  own(self, "cache")
+  return cache(self, pid, mode)
 end
 
 -- demangle(entries): C++ names (_Z...) of resolved entries become what
@@ -618,7 +732,10 @@ function M.demangle(entries)
     require("perfev.options").arg(entries, "table", "perfev.symbols.demangle", "the entries")
   end
   local todo, seen = {}, {}
-  for _, e in ipairs(entries) do
+  for i, e in ipairs(entries) do
+    if type(e) ~= "table" then
+      refuse("demangle", "entries[%d] must be an entry of S:resolve, got %s", i, describe(e))
+    end
     local n = e.name
     if n and n:sub(1, 2) == "_Z" and not e.demangled then
       if demangled[n] then
@@ -652,33 +769,60 @@ function M.demangle(entries)
 end
 
 -- S:unknown_entry(ip) -> the entry of an address outside any map.
-function Sym:unknown_entry(ip)
+local function unknown_entry(self, ip)
   local space, v = split(ip)
   return entry(self.unknown, nil, nil, space, v)
+end
+F.unknown_entry = unknown_entry
+function Sym:unknown_entry(ip)
+  own(self, "unknown_entry")
+  expect_address(ip, "unknown_entry", "the address")
+  return unknown_entry(self, ip)
 end
 
 -- callchain_name(e) -> a callchain frame as perf prints it: the name, or
 -- the address in C's %#x (0x and no leading zeros; 0 for zero).
-function M.callchain_name(e)
+local function callchain_name(e)
   if e.name then return e.name end
   local s = e.chain_text
   if not s then
     if e.addr == 0 and e.space ~= "k" then s = "0"
-    else s = M.hex(e.space, e.addr):gsub("^0x0+(%x)", "0x%1") end
+    else s = hex(e.space, e.addr):gsub("^0x0+(%x)", "0x%1") end
     e.chain_text = s
   end
   return s
 end
 
+F.callchain_name = callchain_name
+
 -- format(e) -> the symbol as perf prints it: the name, or 0x and 16 digits.
-function M.format(e)
+local function format(e)
   if e.name then return e.object_text or e.name end
   local s = e.text
   if not s then
-    s = M.hex(e.space, e.addr)
+    s = hex(e.space, e.addr)
     e.text = s
   end
   return s
+end
+F.format = format
+
+-- an entry S:resolve returned: named, or its space and address
+local function check_entry(fname, e)
+  if type(e) ~= "table" then refuse(fname, "expects an entry of S:resolve, got %s", describe(e)) end
+  if e.name ~= nil then
+    if type(e.name) ~= "string" then refuse(fname, "the entry's name must be a string, got %s", describe(e.name)) end
+    return
+  end
+  check_value(fname, e.space, e.addr)
+end
+function M.callchain_name(e)
+  check_entry("callchain_name", e)
+  return callchain_name(e)
+end
+function M.format(e)
+  check_entry("format", e)
+  return format(e)
 end
 
 return M

@@ -15,7 +15,7 @@ M.of_file = elf.build_id
 
 -- true when this machine is big-endian (the kernel's notes are in its order)
 local function native_be()
-  if compat.pack then return compat.pack("=I2", 1):byte(1) == 0 end
+  if compat.fast.pack then return compat.fast.pack("=I2", 1):byte(1) == 0 end
   local ok, ffi = pcall(require, "ffi")
   return ok and ffi.abi("be") or false
 end

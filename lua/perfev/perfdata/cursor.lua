@@ -3,7 +3,7 @@
 -- the end raises { perfdata = message }, which the caller turns into its
 -- own error naming the section.
 local compat = require "perfev.compat"
-local unpack = compat.unpack
+local unpack = compat.fast.unpack
 
 local Cursor = {}
 Cursor.__index = Cursor

@@ -28,11 +28,11 @@ P.build_id = function(c)
   while c:left() >= 8 do
     local start = c.pos
     c:u32("build_id type")
-    local misc = compat.unpack(c.e .. "I2", c:bytes(2, "build_id misc"))
-    local size = compat.unpack(c.e .. "I2", c:bytes(2, "build_id size"))
+    local misc = compat.fast.unpack(c.e .. "I2", c:bytes(2, "build_id misc"))
+    local size = compat.fast.unpack(c.e .. "I2", c:bytes(2, "build_id size"))
     if size < 36 then c:fail(("a build_id record of %d bytes is shorter than 36"):format(size)) end
     c:need(size - 8, "a build_id record")
-    local pid = compat.unpack(c.e .. "i4", c:bytes(4, "pid"))
+    local pid = compat.fast.unpack(c.e .. "i4", c:bytes(4, "pid"))
     local id = c:bytes(24, "build_id")
     local n = compat.band(misc, 0x8000) ~= 0 and math.min(id:byte(21), 20) or 20
     local name = c:bytes(start + size - c.pos, "filename")

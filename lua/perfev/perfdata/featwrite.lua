@@ -9,7 +9,7 @@ local core = require "perfev.core"
 local features = require "perfev.perfdata.features"
 local compat = require "perfev.compat"
 
-local pack = compat.pack
+local pack = compat.fast.pack
 local M = {}
 
 local BIT = {}                                   -- feature name -> its header bit

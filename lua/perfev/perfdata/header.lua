@@ -6,7 +6,7 @@ local core = require "perfev.core"
 local features = require "perfev.perfdata.features"
 local compat = require "perfev.compat"
 
-local unpack = compat.unpack
+local unpack = compat.fast.unpack
 local M = {}
 
 M.FILE_HEADER = 104   -- magic, size, attr_size, attrs, data, event_types, 256 feature bits
@@ -14,7 +14,7 @@ M.OLD_HEADER = 72     -- the same without the feature bits (perf before 2.6.37)
 M.PIPE_HEADER = 16    -- magic and size
 local MIN_ATTR = core.ATTR_SIZE.VER0
 local FEATURE = core.PERFDATA.FEATURE
-local HOST_LITTLE = compat.pack("=I2", 1):byte() == 1
+local HOST_LITTLE = compat.fast.pack("=I2", 1):byte() == 1
 
 -- The byte order the magic says: "<" or ">", or nil and why not.
 function M.endian(magic)

@@ -14,7 +14,7 @@
 local core = require "perfev.core"
 local compat = require "perfev.compat"
 
-local pack = compat.pack
+local pack = compat.fast.pack
 local M = {}
 
 local TYPE = core.PERFDATA.RECORD          -- name -> number
@@ -89,7 +89,7 @@ local UPDATE = { unit = 0, scale = 1, name = 2, cpus = 3 }
 local KIND = {}
 
 KIND.u8 = function(rec, f) return pack("=I1", field(rec, f[2])) end
-KIND.u32 = function(rec, f) return pack("=I4", compat.band(field(rec, f[2]), 0xffffffff)) end
+KIND.u32 = function(rec, f) return pack("=I4", compat.fast.band(field(rec, f[2]), 0xffffffff)) end
 KIND.u64 = function(rec, f) return pack("=i8", field(rec, f[2])) end
 KIND.pad32 = function() return "\0\0\0\0" end
 KIND.cstr = function(rec, f) return fixed(str(rec, f[2]), f[3]) end

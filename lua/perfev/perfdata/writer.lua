@@ -22,7 +22,7 @@ local host = require "perfev.perfdata.host"
 local buildid = require "perfev.perfdata.buildid"
 local compat = require "perfev.compat"
 
-local pack = compat.pack
+local pack = compat.fast.pack
 local encode = core.encode
 
 local M = {}
@@ -441,10 +441,10 @@ function W:write(rec)
   end
   local t, bytes = rec.type, rec.bytes
   if bytes ~= nil then
-    if type(bytes) ~= "string" or #bytes < 8 or compat.unpack("=I2", bytes, 7) ~= #bytes then
+    if type(bytes) ~= "string" or #bytes < 8 or compat.fast.unpack("=I2", bytes, 7) ~= #bytes then
       options.raise("perfev.perfdata: write: rec.bytes must be one whole record (its size field = its length)")
     end
-    t = t or compat.unpack("=I4", bytes, 1)
+    t = t or compat.fast.unpack("=I4", bytes, 1)
   elseif t == nil then
     options.raise("perfev.perfdata: write: the record has no 'type'")
   elseif SKIP[t] then
@@ -475,15 +475,15 @@ function W:write(rec)
   end
   local time = rec.time
   if compat.math_type(time) == "integer" then
-    if self.max_time and compat.ult(time, self.max_time) then
+    if self.max_time and compat.fast.ult(time, self.max_time) then
       self.ordered = false
       self.st.unordered = self.st.unordered + 1
-    elseif not self.max_time or compat.ult(self.max_time, time) then
+    elseif not self.max_time or compat.fast.ult(self.max_time, time) then
       self.max_time = time
     end
     if t == "sample" then
-      if not self.first_time or compat.ult(time, self.first_time) then self.first_time = time end
-      if not self.last_time or compat.ult(self.last_time, time) then self.last_time = time end
+      if not self.first_time or compat.fast.ult(time, self.first_time) then self.first_time = time end
+      if not self.last_time or compat.fast.ult(self.last_time, time) then self.last_time = time end
     end
   end
   if t == "sample" then self.st.samples = self.st.samples + 1 end

@@ -58,7 +58,7 @@ local function new_resolver(pid)
     return i
   end
   return function(ip, space)
-    local e = S:resolve(pid, ip, space == "kernel" and "kernel" or "user")
+    local e = symbols.fast.resolve(S, pid, ip, space == "kernel" and "kernel" or "user")
     return e, dso_info(e.dso)
   end
 end

@@ -208,7 +208,7 @@ local function sorted(t, value, min)
   return out
 end
 
-local function name(e) return e.label or symbols.callchain_name(e) end
+local function name(e) return e.label or symbols.fast.callchain_name(e) end
 
 local function value_text(p, period, count, total)
   if p.value == "period" then return ("%.0f"):format(period) end

@@ -88,7 +88,7 @@ M.symbol = {
   header = "Symbol",
   by_entry = true,
   part = function(s) return s.e.symkey end,
-  text = function(row) return "[" .. row.level .. "] " .. symbols.format(row.e) end,
+  text = function(row) return "[" .. row.level .. "] " .. symbols.fast.format(row.e) end,
   last_unpadded = true,
   len = function(row)
     if row.e.name then return #(row.e.object_text or row.e.name) + 4 end

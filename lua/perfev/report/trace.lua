@@ -248,14 +248,14 @@ local function read_field(self, raw, name)
   local f = self.fields[name]
   if not f then error(("print fmt: no field '%s' in %s"):format(name, self.name), 0) end
   if f.data_loc then
-    local loc = compat.unpack("<I4", raw, f.offset + 1)
+    local loc = compat.fast.unpack("<I4", raw, f.offset + 1)
     local off, len = loc % 65536, math.floor(loc / 65536)
     return cstring(raw, off, len), f
   end
   if f.array and f.char then return cstring(raw, f.offset, f.size), f end
   if f.size == 1 or f.size == 2 or f.size == 4 or f.size == 8 then
     local code = (f.signed and "i" or "I") .. f.size
-    return compat.unpack("<" .. code, raw, f.offset + 1), f
+    return compat.fast.unpack("<" .. code, raw, f.offset + 1), f
   end
   error(("print fmt: field '%s' (%s) cannot be read as a number"):format(name, f.decl), 0)
 end

@@ -26,6 +26,11 @@ local PAGE = 4096
 local K = {}
 K.__index = K
 
+-- own(self, method): the check at the top of every method (options.self).
+local function own(self, method)
+  if getmetatable(self) ~= K then require("perfev.options").self(self, K, "perfev.symbols.kallsyms", method) end
+end
+
 -- The modules' symbols of the lines text: sorted by address (equal ones
 -- in the file's order, the last listed kept), as parallel arrays.
 local function modules(text)
@@ -85,6 +90,12 @@ end
 -- (module: the module's name for a module's symbol; object: a kernel data
 -- symbol, D or B)
 function K:find(v)
+  own(self, "find")
+  if type(v) ~= "number" then
+    local options = require "perfev.options"
+    options.raisef("perfev.symbols.kallsyms: k:find: the value must be a number (an address - 0xffff800000000000),"
+                   .. " got %s", options.describe(v))
+  end
   local key, name, start, object = self.map:find(v)
   if key then return key, name, start, nil, object end
   local m
@@ -97,11 +108,15 @@ end
 -- by the rule of find: perf's kernel map reaches there once its symbols
 -- are loaded (past _etext: init text, data); nil without kernel lines.
 function K:core_limit()
+  own(self, "core_limit")
   if self.limit == nil then self.limit = self.map:core_limit() or false end
   return self.limit or nil
 end
 
 -- k:close(): the mapping goes (also when the table is collected)
-function K:close() self.map:close() end
+function K:close()
+  own(self, "close")
+  self.map:close()
+end
 
 return M
