@@ -302,7 +302,8 @@ describe("perfev.elf", function()
     assert.has_error(function() t:add(1, 2, 1, "x") end, "perfev.symtab: the table is finished: nothing can be added")
     assert.has_error(function() core.symtab():find(1) end, "perfev.symtab: the table is not finished (t:finish())")
     assert.has_error(function() t:name(4) end)
-    assert.matches("string expected", select(2, pcall(elf.finish, { { 1, 2, 3 } })))
+    assert.matches("perfev.elf.finish: entry 1 must be { start, size, bind %(integers%), name }",
+                   select(2, pcall(elf.finish, { { 1, 2, 3 } })))
     assert.is_nil(elf.finish({}):find(0))
     -- the system's tables: symbol by symbol as the rules in Lua keep the
     -- entries perfev.elf reads (core.elf_symtab, the list e:symbols() uses)
