@@ -275,7 +275,7 @@ describe("wrong arguments to the Lua layer", function()
     local CLASSES = { "perfev.attr", "perfev.event", "perfev.ring", "perfev.aux", "perfev.group_reader",
                       "perfev.perfdata.reader", "perfev.profiler", "perfev.profiler_budget",
                       "perfev.kallsyms", "perfev.decoder", "perfev.allocprof", "perfev.saved_signal",
-                      "perfev.tracer" }
+                      "perfev.kept_signal", "perfev.symtab", "perfev.tracer" }
 
     local function registry_classes()
       local found = {}

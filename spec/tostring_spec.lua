@@ -102,6 +102,14 @@ local C_CLASSES = {
     local saved = assert(core.signal_ignore(28))   -- SIGWINCH: ignored by default anyway
     return saved, { "signal 28", "ignored" }, function() saved:restore() end, false
   end,
+  ["perfev.symtab"] = function()   -- an ELF file's symbols, searched in C (perfev.elf.finish)
+    local t = require("perfev.elf").finish { { 0x1000, 16, 1, "f" }, { 0x2000, 8, 1, "g" } }
+    return t, { "2 symbols" }, nil, false
+  end,
+  ["perfev.kept_signal"] = function()   -- the LuaJIT engine's SIGINT handler, kept to send a Ctrl-C again
+    local kept = assert(core.signal_keep(28))
+    return kept, { "signal 28" }, function() kept:close() end, false
+  end,
   ["perfev.profiler"] = function()
     local ev = assert(core.open(sampling_attr(), 0, -1))
     local ring = assert(ev:mmap(1))

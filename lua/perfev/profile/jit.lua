@@ -523,9 +523,12 @@ local NO_TIMER_MS = 3600000
 -- instruction, also inside this callback, which LuaJIT calls unprotected
 -- (an error there is a PANIC: the process died without its profile). It
 -- is caught here. A hook set from here does not outlive the callback
--- (LuaJIT restores its hook state after it), so such a Ctrl-C is lost:
--- the run goes on and its profile is written at its end (doc/profile.md).
-local function timed(jp, budget)
+-- (LuaJIT restores its hook state after it), and luajit.c's handler has
+-- reset SIGINT to its default: kept (core.signal_keep, taken at start)
+-- puts that handler back and sends SIGINT again 1 ms later, out of the
+-- callback, where its hook raises "interrupted!" in the script
+-- (doc/profile.md).
+local function timed(jp, budget, kept)
   local now, charge = budget.now, budget.charge
   local function sample(cb, thread, samples, vmstate)
     local t0 = now(budget)
@@ -535,7 +538,10 @@ local function timed(jp, budget)
   return setmetatable({ start = function(mode, cb)
     return jp.start(mode, function(thread, samples, vmstate)
       local ok, err = pcall(sample, cb, thread, samples, vmstate)
-      if not ok and not interrupt.is(err) then error(err, 0) end
+      if not ok then
+        if not interrupt.is(err) then error(err, 0) end
+        if kept then kept:again(1) end
+      end
     end)
   end }, { __index = jp })
 end
@@ -548,7 +554,8 @@ function Engine:start()
   local drain = core.profiler_drain
   self.gc_done = self:gc_weight()        -- a new collector: the weight so far kept
   self.budget = core.profiler_budget(self.ev, self.max_cost or 0)
-  self.c = M.collector(timed(self.jp, self.budget), function()
+  self.kept_sigint = core.signal_keep(2)   -- SIGINT's handler now (luajit.c's while a script runs)
+  self.c = M.collector(timed(self.jp, self.budget, self.kept_sigint), function()
     local w, _, lost = drain(ring, self.budget)
     return w, lost
   end, { main = core.profiler_thread(), tag = self.tag, stack_left = core.stack_left })
