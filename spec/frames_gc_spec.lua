@@ -12,19 +12,8 @@ local JIT = rawget(_G, "jit")
 -- i's digits (one allocation of the string, and the digits' own)
 local A = ("a"):rep(3000)
 
-local function nearest_rank(list, p)
-  local sorted = {}
-  for i, v in ipairs(list) do sorted[i] = v end
-  table.sort(sorted)
-  local rank = math.ceil(p * #sorted / 100)
-  return sorted[rank < 1 and 1 or rank]
-end
-
-local function copy(t, n)
-  local c = {}
-  for i = 1, n do c[i] = t[i] end
-  return c
-end
+local support = require "spec.support.frames"
+local nearest_rank, copy = support.nearest_rank, support.copy
 
 describe("perfev.frames { gc = true }", function()
   it("a frame's garbage and a forced collection are in their frames, as a counter of the spec's own reads them",
@@ -162,25 +151,7 @@ describe("perfev.frames { gc = true }", function()
         fr:mark()
       end
     end
-    -- LuaJIT's compiler off: its traces are allocations of their own (frames_spec)
-    if JIT then
-      JIT.off()
-      JIT.flush()
-    end
-    frames(1000)
-    collectgarbage()
-    collectgarbage()
-    collectgarbage("stop")
-    frames(100)
-    fr:reset()
-    local grown = math.huge
-    for _ = 1, 3 do
-      local before = collectgarbage("count")
-      frames(10000)
-      grown = math.min(grown, collectgarbage("count") - before)
-    end
-    collectgarbage("restart")
-    if JIT then JIT.on() end
+    local grown = support.least_growth(frames, 10000, function() fr:reset() end)
     local st = fr:stats()
     fr:close()
     assert.are.equal(0, grown, ("%.3f KiB allocated by 10000 frames"):format(grown))

@@ -19,20 +19,8 @@ local function slow_system()
   return s
 end
 
--- The nearest-rank percentile, written here again from its definition.
-local function nearest_rank(list, p)
-  local sorted = {}
-  for i, v in ipairs(list) do sorted[i] = v end
-  table.sort(sorted)
-  local rank = math.ceil(p * #sorted / 100)
-  return sorted[rank < 1 and 1 or rank]
-end
-
-local function copy(t, n)
-  local c = {}
-  for i = 1, n do c[i] = t[i] end
-  return c
-end
+local support = require "spec.support.frames"
+local nearest_rank, copy = support.nearest_rank, support.copy
 
 describe("perfev.frames", function()
   it("per-frame statistics equal those computed from the raw per-frame reads", function()
@@ -193,34 +181,7 @@ describe("perfev.frames", function()
         fr:mark()
       end
     end
-    -- LuaJIT: with its compiler off. Its heap also holds the traces it
-    -- compiles, and when it compiles one depends on the run (a side trace
-    -- for a branch taken now and then: 0.3 to 7 KiB in some rounds of
-    -- 10000 frames, in every round of some runs); compiled code allocates
-    -- no more than the interpreter does.
-    local jit = rawget(_G, "jit")
-    if jit then
-      jit.off()
-      jit.flush()
-    end
-    -- warmed up (zones and depths seen), then a full collection and a few
-    -- more frames (group_spec says why)
-    frames(1000)
-    collectgarbage()
-    collectgarbage()
-    collectgarbage("stop")
-    frames(100)
-    -- the least of 3 rounds (LuaJIT's interpreter too grew by 0.6 KiB in
-    -- one round of one run in three): an allocation per mark would be in
-    -- every round
-    local grown = math.huge
-    for _ = 1, 3 do
-      local before = collectgarbage("count")
-      frames(10000)
-      grown = math.min(grown, collectgarbage("count") - before)
-    end
-    collectgarbage("restart")
-    if jit then jit.on() end
+    local grown = support.least_growth(frames, 10000)
     local st = fr:stats()
     fr:close()
     assert.are.equal(0, grown, ("%.3f KiB allocated by 10000 frames"):format(grown))

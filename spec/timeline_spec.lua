@@ -8,6 +8,7 @@ local perfev = require "perfev"
 local cjson = require "cjson"
 local shell = require "spec.support.shell"
 local nest = require "perfev.timeline.nest"
+local support = require "spec.support.frames"
 
 local K = rawget(_G, "jit") and 2 or 1
 local LUA = os.getenv("LUA") or "lua5.4"
@@ -280,21 +281,7 @@ describe("the timeline", function()
         fr:mark()
       end
     end
-    local jit = rawget(_G, "jit")
-    if jit then jit.off() jit.flush() end     -- as frames_spec: traces are heap too
-    frames(1000)
-    collectgarbage()
-    collectgarbage()
-    collectgarbage("stop")
-    frames(100)
-    local grown = math.huge
-    for _ = 1, 3 do
-      local before = collectgarbage("count")
-      frames(5000)
-      grown = math.min(grown, collectgarbage("count") - before)
-    end
-    collectgarbage("restart")
-    if jit then jit.on() end
+    local grown = support.least_growth(frames, 5000)
     local tl = fr:timeline()
     fr:close()
     assert.are.equal(0, grown, ("%.3f KiB allocated by 5000 frames"):format(grown))
