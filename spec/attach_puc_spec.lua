@@ -512,7 +512,11 @@ describe("perfev.attach.puc", function()
           if top and caller and (top.source == "chunk_a" or top.source == "chunk_b") then
             -- run_a is defined on the script's line 3, run_b on line 4
             local want = caller.linedefined == 3 and { "chunk_a", 1 } or { "chunk_b", 2 }
-            if top.source ~= want[1] or top.line ~= want[2] or top.what ~= "main" then
+            -- line 0: taken between the call and its first instruction,
+            -- where Lua's own currentline is the chunk's linedefined, 0
+            -- (once in a CI run's 1000 samples); its source must be right
+            local line_ok = top.line == want[2] or top.line == 0
+            if top.source ~= want[1] or not line_ok or top.what ~= "main" then
               wrong[#wrong + 1] = ("%s:%d under the caller defined at %d"):format(top.source, top.line,
                                                                                 caller.linedefined)
             end
