@@ -80,6 +80,34 @@ local function kallsyms_readable()   -- addresses shown (kptr_restrict lets us)
   return not line:match("^0+ ")
 end
 
+-- the share of the samples copying in libc under builder, profiled as
+-- above in a fresh LuaJIT process (the builtins' copies: under builder)
+local function fresh_copies_share()
+  local code = [[
+local perfev = require "perfev"
+jit.off()
+local function builder()
+  local t = {}
+  for i = 1, 100 do t[i] = string.rep("ab", 40000) end
+  return #table.concat(t)
+end
+local p = assert(perfev.profile { event = "cpu-clock", period = 250000, native = true, engine = "hook" })
+p:run(function() for _ = 1, 20 do builder() end end)
+local pr, w = p:profile(), 0
+for _, s in ipairs(pr.stacks) do
+  local seen
+  for _, id in ipairs(s.frames) do
+    local f = pr.frames[id]
+    if f.name == "builder" then seen = true
+    elseif seen and f.source == "libc.so.6" and f.name:match("^__?mem[mc][oep][vmy]") then w = w + s.weight break end
+  end
+end
+print(("share %.4f"):format(w / pr.weight))
+]]
+  local out = require("spec.support.util").run_lua(code)
+  return assert(tonumber(out:match("share ([%d.]+)")), out)
+end
+
 describe("perfev.profile native = true", function()
   it("joins libc's copy routines under string.rep and table.concat, and says the interpreter is stripped "
      .. "#valgrind_differs", function()
@@ -94,8 +122,16 @@ describe("perfev.profile native = true", function()
     -- (LuaJIT copies in its own stripped code as much as through libc,
     -- as its string buffers stand: 57% in libc in a fresh process, 7% after
     -- specs that grew its buffers to 40 MiB; 5.4: 78-82%)
+    local share = copies / pr.weight
+    -- (PERFEV_SPEC_FRESH=1: the fresh process always, to check that path)
+    if JIT and (share < 0.03 or os.getenv("PERFEV_SPEC_FRESH")) then
+      -- LuaJIT in a suite's process, its buffers grown by the specs before:
+      -- 0 % in one CI rehearsal. The same profile in a fresh LuaJIT (57 %)
+      share = fresh_copies_share()
+      print(("  native: %.1f%% in a fresh LuaJIT"):format(100 * share))
+    end
     local least = JIT and 0.03 or 0.2
-    assert.is_true(copies / pr.weight >= least, ("copies: %.3f"):format(copies / pr.weight))
+    assert.is_true(share >= least, ("copies: %.3f"):format(share))
     -- the interpreter: its frames are named from its symbols, or shown as stripped
     local exe, symtab = interpreter()
     local short = exe:match("([^/]+)$")
