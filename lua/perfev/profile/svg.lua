@@ -59,7 +59,9 @@ local function colour(label)
   if label:find(" %[[^%]]+%]$") then
     return ("rgb(%d,%d,%d)"):format(80 + math.floor(60 * v1), 170 + math.floor(50 * v2), 200)
   end
-  return ("rgb(%d,%d,%d)"):format(205 + math.floor(50 * v1), 80 + math.floor(150 * v2),
+  -- (green stays under red: 80 + 150 * v2 made some Lua frames
+  -- yellow-green, like the kernel's, for some names)
+  return ("rgb(%d,%d,%d)"):format(205 + math.floor(50 * v1), 70 + math.floor(130 * v2),
                                   math.floor(55 * v1))
 end
 
