@@ -142,15 +142,7 @@ describe("perfev.frames { gc = true }", function()
 
   it("a mark and nested zones with gc on allocate nothing, and count no allocation of their own", function()
     local fr = assert(perfev.frames { worst = 5, keep = 64, gc = true })
-    local function frames(count)
-      for _ = 1, count do
-        local outer = fr:zone_begin("update")
-        local inner = fr:zone_begin("physics")
-        inner:finish()
-        outer:finish()
-        fr:mark()
-      end
-    end
+    local frames = support.nested_frames(fr)
     local grown = support.least_growth(frames, 10000, function() fr:reset() end)
     local st = fr:stats()
     fr:close()

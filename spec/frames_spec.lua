@@ -172,15 +172,7 @@ describe("perfev.frames", function()
 
   it("fr:mark() and nested zones allocate nothing", function()
     local fr = assert(perfev.frames { worst = 5, keep = 64 })
-    local function frames(count)
-      for _ = 1, count do
-        local outer = fr:zone_begin("update")
-        local inner = fr:zone_begin("physics")
-        inner:finish()
-        outer:finish()
-        fr:mark()
-      end
-    end
+    local frames = support.nested_frames(fr)
     local grown = support.least_growth(frames, 10000)
     local st = fr:stats()
     fr:close()

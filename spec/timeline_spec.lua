@@ -272,15 +272,7 @@ describe("the timeline", function()
 
   it("a mark and zones allocate nothing with the timeline on", function()
     local fr = assert(perfev.frames { worst = 2, keep = 64, timeline = 1000 })
-    local function frames(count)
-      for _ = 1, count do
-        local outer = fr:zone_begin("update")
-        local inner = fr:zone_begin("physics")
-        inner:finish()
-        outer:finish()
-        fr:mark()
-      end
-    end
+    local frames = support.nested_frames(fr)
     local grown = support.least_growth(frames, 5000)
     local tl = fr:timeline()
     fr:close()

@@ -20,6 +20,20 @@ function M.copy(t, n)
   return c
 end
 
+-- nested_frames(fr) -> frames(count): count frames of fr, each with a zone
+-- "physics" nested in a zone "update" (the loop the allocation specs run)
+function M.nested_frames(fr)
+  return function(count)
+    for _ = 1, count do
+      local outer = fr:zone_begin("update")
+      local inner = fr:zone_begin("physics")
+      inner:finish()
+      outer:finish()
+      fr:mark()
+    end
+  end
+end
+
 -- least_growth(frames, n[, settled]) -> the least KiB the Lua heap grew by over 3
 -- rounds of frames(n), the collector stopped. LuaJIT runs with its
 -- compiler off: its heap also holds the traces it compiles, and when it
